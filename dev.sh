@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The README's two commands, each doing all its own set-up on a fresh machine:
+#   bash dev.sh demo    set up, write the sample data, run the nightly job on local Spark
+#   bash dev.sh test    set up, run the whole test suite
+# Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
+# again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  echo "dev.sh: no Java found. ndcg-spark runs on Spark, which needs a JDK 17 (java on the PATH or JAVA_HOME)." >&2
+  exit 2
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  demo)
+    [ -d data/sample/candidates ] || .venv/bin/ndcg-spark sample --out data/sample
+    .venv/bin/ndcg-spark run --config conf/local.yaml "$@"
+    ;;
+  test)
+    .venv/bin/python -m pytest "$@"
+    ;;
+  *)
+    echo "usage: bash dev.sh demo|test [args]" >&2
+    exit 2
+    ;;
+esac

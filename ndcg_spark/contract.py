@@ -1,0 +1,287 @@
+"""The contract: every choice that moves an NDCG number, declared, validated and fingerprinted.
+
+A :class:`Contract` is immutable. Build it from keywords, from a mapping (``Contract.from_dict``)
+or from YAML (``Contract.from_yaml``). Every field has the default of SPEC §2. The contract's
+:attr:`Contract.fingerprint` is a stable hash of the metric choices (same choices, same
+fingerprint, whatever the key order in the YAML); :meth:`Contract.to_dict` is the readable copy
+stamped into run metadata.
+
+Examples
+--------
+>>> from ndcg_spark import Contract
+>>> c = Contract(k=[10, 3], gain="linear")
+>>> c.k
+(3, 10)
+>>> c.gain.kind
+'linear'
+>>> Contract(k=[0])
+Traceback (most recent call last):
+...
+ndcg_spark.errors.ContractError: contract.k[0]: must be an integer >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ndcg_spark.errors import ContractError
+
+CONTRACT_VERSION = 1
+
+GAIN_KINDS = ("exponential", "linear", "table")
+DISCOUNTS = ("log2",)
+ORDERS = ("auto", "position", "score")
+TIES = ("doc_id", "average")
+IDEAL_FROM = ("candidates", "judgments")
+UNJUDGED = ("zero", "exclude", "separate")
+EMPTY_IDEAL = ("exclude", "zero", "error")
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def validate_identifier(value: Any, path: str) -> str:
+    """Return ``value`` if it is a plain column/table identifier, else raise :class:`ContractError`."""
+    if not isinstance(value, str) or not _IDENTIFIER.match(value):
+        raise ContractError(
+            path, f"must be an identifier (letters, digits, underscore; not starting with a digit), got {value!r}"
+        )
+    return value
+
+
+def _number(value: Any, path: str, *, minimum: float | None = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ContractError(path, f"must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ContractError(path, f"must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _choice(value: Any, options: tuple[str, ...], path: str) -> str:
+    if value not in options:
+        raise ContractError(path, f"must be one of {', '.join(options)}; got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class GainMapping:
+    """How a grade becomes a gain.
+
+    ``exponential``: 2^grade - 1; ``linear``: grade; ``table``: an explicit grade -> gain map
+    (a grade missing from the table is an input error, never a silent 0).
+    """
+
+    kind: str = "exponential"
+    table: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        _choice(self.kind, GAIN_KINDS, "contract.gain")
+        if self.kind == "table" and not self.table:
+            raise ContractError("contract.gain.table", "must map at least one grade to a gain")
+        if self.kind != "table" and self.table:
+            raise ContractError("contract.gain.table", f"is only allowed with a table gain, not {self.kind!r}")
+
+    @classmethod
+    def parse(cls, value: Any, path: str = "contract.gain") -> GainMapping:
+        """Accept ``"exponential"``, ``"linear"``, ``{"table": {grade: gain}}`` or a bare mapping."""
+        if isinstance(value, GainMapping):
+            return value
+        if isinstance(value, str):
+            if value == "table":
+                raise ContractError(path, "a table gain needs its entries: {table: {grade: gain, ...}}")
+            return cls(kind=_choice(value, GAIN_KINDS, path))
+        if isinstance(value, Mapping):
+            entries = value.get("table", value) if set(value) <= {"table", "kind"} else value
+            if value.get("kind", "table") != "table":
+                raise ContractError(f"{path}.kind", "must be 'table' when entries are given")
+            if not isinstance(entries, Mapping) or not entries:
+                raise ContractError(f"{path}.table", "must be a non-empty mapping grade -> gain")
+            pairs = []
+            for i, (grade, gain) in enumerate(entries.items()):
+                g = _number(_coerce_key(grade), f"{path}.table[{i}]: grade")
+                pairs.append((g, _number(gain, f"{path}.table[{grade}]")))
+            grades = [g for g, _ in pairs]
+            if len(set(grades)) != len(grades):
+                raise ContractError(f"{path}.table", "lists the same grade twice")
+            return cls(kind="table", table=tuple(sorted(pairs)))
+        raise ContractError(path, f"must be exponential, linear or {{table: {{grade: gain}}}}, got {value!r}")
+
+    def to_plain(self) -> str | dict[str, dict[str, float]]:
+        if self.kind != "table":
+            return self.kind
+        return {"table": {_fmt_number(g): v for g, v in self.table}}
+
+
+def _coerce_key(key: Any) -> Any:
+    """YAML keys may arrive as strings ("3"); accept them as numbers."""
+    if isinstance(key, str):
+        try:
+            return float(key)
+        except ValueError:
+            return key
+    return key
+
+
+def _fmt_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Names of the input columns, so ``qid``/``rel``/``rank`` tables work without renaming."""
+
+    request_id: str = "request_id"
+    doc_id: str = "doc_id"
+    position: str = "position"
+    score: str = "score"
+    grade: str = "grade"
+    system: str = "system"
+    pool_version: str = "pool_version"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            validate_identifier(getattr(self, f.name), f"contract.columns.{f.name}")
+
+    @classmethod
+    def parse(cls, value: Any, path: str = "contract.columns") -> ColumnMapping:
+        if isinstance(value, ColumnMapping):
+            return value
+        if value is None:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise ContractError(path, f"must be a mapping of role -> column name, got {value!r}")
+        known = {f.name for f in fields(cls)}
+        for key in value:
+            if key not in known:
+                raise ContractError(f"{path}.{key}", f"is not a column role; roles are {', '.join(sorted(known))}")
+        return cls(**{k: validate_identifier(v, f"{path}.{k}") for k, v in value.items()})
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Every declared choice of SPEC §2, with its default.
+
+    Parameters
+    ----------
+    k : cutoffs >= 1, scored in one pass (stored sorted, deduplicated).
+    gain : ``"exponential"`` (2^g - 1), ``"linear"`` (g) or ``{"table": {grade: gain}}``.
+    discount : ``"log2"`` (1 / log2(position + 1)).
+    order : ``"position"`` (displayed position ascending), ``"score"`` (score descending) or
+        ``"auto"`` (position if the candidates have that column, else score; resolved before
+        scoring and stamped resolved).
+    ties : under score order, ``"doc_id"`` (score desc, then doc id asc) or ``"average"``
+        (tie-aware expected DCG, McSherry & Najork 2008).
+    ideal_from : ``"candidates"`` (the request's judged candidates) or ``"judgments"`` (every judged
+        document of the request, retrieved or not).
+    unjudged : ``"zero"`` (gain 0, keep position), ``"exclude"`` (drop, later candidates move up) or
+        ``"separate"`` (as zero, and count unjudged candidates in the top K).
+    empty_ideal : ``"exclude"`` (NDCG null, flagged, counted), ``"zero"`` (NDCG 0, flagged, counted)
+        or ``"error"`` (fail the run).
+    columns : input column names (:class:`ColumnMapping`); not part of the fingerprint, since
+        renaming a source column does not change what is measured.
+    """
+
+    k: tuple[int, ...] = (1, 3, 5, 10)
+    gain: GainMapping = field(default_factory=GainMapping)
+    discount: str = "log2"
+    order: str = "auto"
+    ties: str = "doc_id"
+    ideal_from: str = "candidates"
+    unjudged: str = "separate"
+    empty_ideal: str = "exclude"
+    columns: ColumnMapping = field(default_factory=ColumnMapping)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", _parse_k(self.k))
+        object.__setattr__(self, "gain", GainMapping.parse(self.gain))
+        object.__setattr__(self, "columns", ColumnMapping.parse(self.columns))
+        _choice(self.discount, DISCOUNTS, "contract.discount")
+        _choice(self.order, ORDERS, "contract.order")
+        _choice(self.ties, TIES, "contract.ties")
+        _choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
+        _choice(self.unjudged, UNJUDGED, "contract.unjudged")
+        _choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, path: str = "contract") -> Contract:
+        """Build from a plain mapping (e.g. the ``contract:`` section of a job YAML)."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ContractError(path, f"must be a mapping, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)} | {"version"}
+        for key in data:
+            if key not in known:
+                raise ContractError(f"{path}.{key}", f"is not a contract field; fields are {', '.join(sorted(known))}")
+        version = data.get("version", CONTRACT_VERSION)
+        if version != CONTRACT_VERSION:
+            raise ContractError(f"{path}.version", f"must be {CONTRACT_VERSION}, got {version!r}")
+        return cls(**{k: v for k, v in data.items() if k != "version"})
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Contract:
+        """Read a contract from YAML: a file with a top-level ``contract:`` section, or a bare contract."""
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+        if isinstance(data, Mapping) and "contract" in data:
+            data = data["contract"]
+        return cls.from_dict(data)
+
+    def resolve(self, available_columns: Iterable[str]) -> Contract:
+        """Return the contract with ``order: auto`` turned into ``position`` or ``score``."""
+        if self.order != "auto":
+            return self
+        return replace(self, order="position" if self.columns.position in set(available_columns) else "score")
+
+    # ---------------------------------------------------------------- stamping
+    def to_dict(self) -> dict[str, Any]:
+        """The readable copy stamped into run metadata (plain types only)."""
+        return {
+            "version": CONTRACT_VERSION,
+            "k": list(self.k),
+            "gain": self.gain.to_plain(),
+            "discount": self.discount,
+            "order": self.order,
+            "ties": self.ties,
+            "ideal_from": self.ideal_from,
+            "unjudged": self.unjudged,
+            "empty_ideal": self.empty_ideal,
+            "columns": {f.name: getattr(self.columns, f.name) for f in fields(self.columns)},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits of SHA-256 over the metric choices (columns excluded), key-order independent."""
+        choices = self.to_dict()
+        del choices["columns"]
+        canonical = json.dumps(choices, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def max_k(self) -> int:
+        return self.k[-1]
+
+
+def _parse_k(value: Any) -> tuple[int, ...]:
+    items = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise ContractError("contract.k", f"must be a list of integers >= 1, got {value!r}")
+    items = list(items)
+    if not items:
+        raise ContractError("contract.k", "must list at least one cutoff")
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ContractError(f"contract.k[{i}]", f"must be an integer >= 1, got {item!r}")
+    return tuple(sorted(set(items)))

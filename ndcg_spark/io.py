@@ -1,0 +1,73 @@
+"""Reading inputs and writing run-partitioned outputs.
+
+Outputs are partitioned by ``run_id``. A write replaces the partitions of this run and nothing
+else (dynamic partition overwrite): the previous night stays readable while the new one is
+written, and re-running a run id replaces exactly that run.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import AnalysisException
+
+from ndcg_spark.config import Source
+from ndcg_spark.errors import InputError
+
+
+def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
+    """Read a Parquet/CSV path or a catalog table; a missing one is an :class:`InputError`."""
+    try:
+        if source.table is not None:
+            return spark.read.table(source.table)
+        if source.format == "csv":
+            return spark.read.option("header", True).option("inferSchema", True).csv(source.path)
+        return spark.read.parquet(source.path)
+    except AnalysisException as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{role}: cannot read {source.describe()}: {first_line}") from None
+
+
+def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str, ...] = ("run_id",)) -> None:
+    """Write ``df`` replacing only the ``partition_by`` partitions it contains.
+
+    A path target is written as a partitioned dataset in ``target.format``; a table target is
+    created on first use and afterwards filled with ``insertInto(overwrite=True)`` under dynamic
+    partition overwrite (the table's column order is respected).
+    """
+    spark = df.sparkSession
+    if target.table is not None:
+        if not spark.catalog.tableExists(target.table):
+            df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
+            return
+        table_columns = spark.read.table(target.table).columns
+        missing = sorted(set(table_columns) ^ set(df.columns))
+        if missing:
+            raise InputError(
+                f"output table {target.table}: columns differ from this run's ({', '.join(missing)}); "
+                "write to a new table or migrate the existing one"
+            )
+        df.select(*table_columns).write.option("partitionOverwriteMode", "dynamic").insertInto(
+            target.table, overwrite=True
+        )
+        return
+    (
+        df.write.mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy(*partition_by)
+        .format(target.format)
+        .option("header", True)
+        .save(target.path)
+    )
+
+
+def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> DataFrame:
+    """Read an output written by :func:`write_run_partitioned`, optionally one run only."""
+    from pyspark.sql import functions as F
+
+    if target.table is not None:
+        df = spark.read.table(target.table)
+    else:
+        reader = spark.read.option("basePath", target.path)
+        df = reader.option("header", True).format(target.format).load(target.path)
+        df = df.withColumn("run_id", F.col("run_id").cast("string"))
+    return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))

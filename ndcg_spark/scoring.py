@@ -1,0 +1,389 @@
+"""Stage 1: score every request's DCG, IDCG and NDCG at every K, under a declared contract.
+
+Everything here is native Spark expressions: one shuffle groups each request's candidates into
+an array, the array is sorted once (O(M log M) per request of M candidates) and higher-order
+functions compute the DCG at every K in the same pass. Candidates of different requests are
+never ranked together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ndcg_spark.contract import Contract, GainMapping, validate_identifier
+from ndcg_spark.errors import EmptyIdealError, InputError
+
+#: The columns of the per-request table, in order (slice columns follow ``weight``).
+PER_REQUEST_COLUMNS = (
+    "run_id",
+    "system",
+    "pool_version",
+    "request_id",
+    "k",
+    "dcg",
+    "idcg",
+    "ndcg",
+    "empty_ideal",
+    "n_candidates",
+    "n_judged",
+    "n_positive",
+    "n_unjudged_in_top_k",
+    "weight",
+)
+STAMP_COLUMNS = ("contract_fingerprint",)
+
+_KEYS = ("system", "pool_version", "request_id")
+_NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """Per-request attributes carried onto the per-request table.
+
+    Parameters
+    ----------
+    table : a DataFrame keyed by the request id column (joined on request id), or ``None`` to take
+        the columns from the candidates (their minimum per request, so the choice is deterministic).
+    weight : name of the traffic-weight column, or ``None`` for weight 1.0 everywhere.
+    default_weight : weight of a request with no weight value; ``None`` makes a missing weight an error.
+    slices : slice column names to carry (e.g. ``equipment_rarity``).
+    """
+
+    table: DataFrame | None = None
+    weight: str | None = None
+    default_weight: float | None = 1.0
+    slices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slices", tuple(self.slices))
+        if self.weight is not None:
+            validate_identifier(self.weight, "attributes.weight")
+        for i, s in enumerate(self.slices):
+            validate_identifier(s, f"attributes.slices[{i}]")
+            if s in PER_REQUEST_COLUMNS or s in STAMP_COLUMNS:
+                raise InputError(f"attributes.slices[{i}]: {s!r} collides with a per-request table column")
+
+
+def gain(grade: Column, mapping: GainMapping) -> Column:
+    """Map a grade to its gain; null stays null (unjudged).
+
+    >>> from pyspark.sql import functions as F
+    >>> spark.range(4).select(gain(F.col("id").cast("double"), GainMapping()).alias("g")).show()
+    +---+
+    |  g|
+    +---+
+    |0.0|
+    |1.0|
+    |3.0|
+    |7.0|
+    +---+
+    <BLANKLINE>
+    """
+    if mapping.kind == "exponential":
+        return F.pow(F.lit(2.0), grade) - F.lit(1.0)
+    if mapping.kind == "linear":
+        return grade.cast("double")
+    table = F.create_map(*[F.lit(x) for pair in mapping.table for x in (float(pair[0]), float(pair[1]))])
+    return F.when(grade.isNull(), F.lit(None).cast("double")).otherwise(table[grade.cast("double")])
+
+
+def discount_prefix(max_k: int) -> list[float]:
+    """``D[j] = sum_{p=1..j} 1/log2(p+1)`` for j = 0..max_k (the cumulative log2 discount)."""
+    out = [0.0]
+    for p in range(1, max_k + 1):
+        out.append(out[-1] + 1.0 / math.log2(p + 1))
+    return out
+
+
+def _dcg(gains: Column, k: int) -> Column:
+    """DCG@k of an array of gains already in ranked order."""
+    return F.aggregate(
+        F.transform(F.slice(gains, 1, k), lambda g, i: g / F.log2(i + F.lit(2.0))),
+        F.lit(0.0),
+        lambda acc, x: acc + x,
+    )
+
+
+def _expected_dcg(items: Column, k: int, prefix: list[float]) -> Column:
+    """Tie-aware DCG@k: each item of a tie group starting after ``s`` with ``n`` members adds
+    ``gain / n * (D[min(s+n, k)] - D[s])`` (McSherry & Najork 2008)."""
+    d = F.array(*[F.lit(x) for x in prefix[: k + 1]])
+
+    def contribution(x: Column) -> Column:
+        end = F.least(x["tie_start"] + x["tie_size"], F.lit(k)).cast("int")
+        span = F.element_at(d, end + 1) - F.element_at(d, (x["tie_start"] + 1).cast("int"))
+        return x["gain"] / x["tie_size"] * span
+
+    return F.aggregate(
+        F.filter(items, lambda x: x["tie_start"] < k),
+        F.lit(0.0),
+        lambda acc, x: acc + contribution(x),
+    )
+
+
+def _require(df: DataFrame, name: str, role: str, table: str, numeric: bool = False) -> None:
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if name not in fields:
+        raise InputError(
+            f"{table}: missing column {name!r} (the {role}; map it with contract.columns.{role}); "
+            f"columns present: {', '.join(sorted(fields)) or 'none'}"
+        )
+    if numeric and not isinstance(fields[name], _NUMERIC):
+        raise InputError(f"{table}: column {name!r} (the {role}) must be numeric, found {fields[name].simpleString()}")
+
+
+def prepare_candidates(
+    candidates: DataFrame,
+    judgments: DataFrame | None,
+    contract: Contract,
+    *,
+    system: str | None = None,
+    pool_version: str | None = None,
+) -> DataFrame:
+    """Normalise the inputs to one row per candidate with its grade.
+
+    Returns columns ``system, pool_version, request_id, doc_id, position, score, grade`` with the
+    contract's column mapping applied (``position``/``score`` null when not used by the order).
+    The contract must be resolved (``order`` is ``position`` or ``score``).
+    """
+    cols = contract.columns
+    present = set(candidates.columns)
+    _require(candidates, cols.request_id, "request_id", "candidates")
+    _require(candidates, cols.doc_id, "doc_id", "candidates")
+    if contract.order == "position":
+        _require(candidates, cols.position, "position", "candidates", numeric=True)
+    else:
+        _require(candidates, cols.score, "score", "candidates", numeric=True)
+    if judgments is None:
+        _require(candidates, cols.grade, "grade", "candidates (no judgments table given)", numeric=True)
+        if contract.ideal_from == "judgments":
+            raise InputError(
+                "contract.ideal_from: 'judgments' needs a separate judgments table (the ideal must include "
+                "judged documents the ranker never retrieved); with one pre-joined table use 'candidates'"
+            )
+
+    def ident(name: str) -> Column:
+        return F.col(name).cast("string")
+
+    out = candidates.select(
+        (F.col(cols.system).cast("string") if cols.system in present else F.lit(system or "default")).alias("system"),
+        (
+            F.col(cols.pool_version).cast("string") if cols.pool_version in present else F.lit(pool_version)
+        ).cast("string").alias("pool_version"),
+        ident(cols.request_id).alias("request_id"),
+        ident(cols.doc_id).alias("doc_id"),
+        (F.col(cols.position).cast("double") if contract.order == "position" else F.lit(None).cast("double")).alias(
+            "position"
+        ),
+        (F.col(cols.score).cast("double") if contract.order == "score" else F.lit(None).cast("double")).alias("score"),
+        *([F.col(cols.grade).cast("double").alias("grade")] if judgments is None else []),
+    )
+    if judgments is not None:
+        out = out.join(prepare_judgments(judgments, contract), ["request_id", "doc_id"], "left")
+    return out
+
+
+def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
+    """``request_id, doc_id, grade`` from a judgments table, with the column mapping applied."""
+    cols = contract.columns
+    _require(judgments, cols.request_id, "request_id", "judgments")
+    _require(judgments, cols.doc_id, "doc_id", "judgments")
+    _require(judgments, cols.grade, "grade", "judgments", numeric=True)
+    return judgments.select(
+        F.col(cols.request_id).cast("string").alias("request_id"),
+        F.col(cols.doc_id).cast("string").alias("doc_id"),
+        F.col(cols.grade).cast("double").alias("grade"),
+    )
+
+
+def score_requests(
+    candidates: DataFrame,
+    judgments: DataFrame | None = None,
+    contract: Contract | None = None,
+    *,
+    run_id: str = "adhoc",
+    system: str | None = None,
+    pool_version: str | None = None,
+    attributes: Attributes | None = None,
+) -> DataFrame:
+    """Score every request: one row per request x system x K.
+
+    Parameters
+    ----------
+    candidates : one row per displayed candidate: request id, doc id, position and/or score,
+        optionally system and pool version (else the literals ``system`` / ``pool_version``).
+        With ``judgments=None`` it must carry a grade column (a pre-joined table).
+    judgments : request id, doc id, grade; a candidate without a judgment is unjudged.
+    contract : the declared choices (default :class:`Contract`).
+    run_id : stamped on every row.
+    attributes : weight and slice columns to carry (:class:`Attributes`).
+
+    Returns
+    -------
+    DataFrame with :data:`PER_REQUEST_COLUMNS`, the slice columns, then ``contract_fingerprint``.
+    ``ndcg`` is null for an empty ideal under ``empty_ideal: exclude``; ``empty_ideal`` flags it
+    under every policy.
+
+    Examples
+    --------
+    >>> cands = spark.createDataFrame(
+    ...     [("q1", "a", 1, 1.0), ("q1", "b", 2, 3.0), ("q1", "c", 3, 0.0), ("q1", "d", 4, 2.0),
+    ...      ("q2", "a", 1, 0.0), ("q2", "b", 2, 0.0)],
+    ...     "request_id string, doc_id string, position int, grade double")
+    >>> out = score_requests(cands, contract=Contract(k=[3]))
+    >>> out.select("request_id", "k", F.round("ndcg", 4).alias("ndcg"), "empty_ideal").orderBy("request_id").show()
+    +----------+---+------+-----------+
+    |request_id|  k|  ndcg|empty_ideal|
+    +----------+---+------+-----------+
+    |        q1|  3|0.5767|      false|
+    |        q2|  3|  NULL|       true|
+    +----------+---+------+-----------+
+    <BLANKLINE>
+    """
+    contract = (contract or Contract()).resolve(candidates.columns)
+    attributes = attributes or Attributes()
+    rows = prepare_candidates(candidates, judgments, contract, system=system, pool_version=pool_version)
+    rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
+        "judged", F.col("grade").isNotNull()
+    )
+    per_request = _score_prepared(rows, judgments, contract)
+    per_request = _attach_attributes(per_request, candidates, attributes, contract)
+    if contract.empty_ideal == "error":
+        _fail_on_empty_ideal(per_request)
+    return per_request.select(
+        F.lit(run_id).cast("string").alias("run_id"),
+        *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],
+        *attributes.slices,
+        F.lit(contract.fingerprint).alias("contract_fingerprint"),
+    )
+
+
+def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Contract) -> DataFrame:
+    ks = contract.k
+    keys = [F.col(c) for c in _KEYS]
+    tie_aware = contract.order == "score" and contract.ties == "average"
+    if contract.order == "position":
+        sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
+    else:
+        sort_key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
+    item_fields = [*sort_key, F.col("gain"), F.col("judged")]
+    if tie_aware:
+        # Ties are formed among the candidates that are ranked (judged ones only under `exclude`).
+        ranked = F.col("judged") if contract.unjudged == "exclude" else F.lit(True)
+        rows = rows.withColumn("ranked", ranked)
+        by_request = Window.partitionBy(*keys, "ranked")
+        rows = rows.withColumn("tie_start", F.rank().over(by_request.orderBy(F.col("score").desc())) - 1).withColumn(
+            "tie_size", F.count(F.lit(1)).over(Window.partitionBy(*keys, "ranked", "score"))
+        )
+        item_fields += [F.col("tie_start"), F.col("tie_size")]
+
+    grouped = rows.groupBy(*keys).agg(
+        F.array_sort(F.collect_list(F.struct(*item_fields))).alias("items"),
+        F.count(F.lit(1)).alias("n_candidates"),
+        F.count("grade").alias("n_judged"),
+        F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
+    )
+    items = F.col("items")
+    ranked_items = F.filter(items, lambda x: x["judged"]) if contract.unjudged == "exclude" else items
+    ranked_gains = F.transform(ranked_items, lambda x: F.coalesce(x["gain"], F.lit(0.0)))
+
+    if contract.ideal_from == "judgments":
+        assert judgments is not None  # checked in prepare_candidates
+        ideal = (
+            prepare_judgments(judgments, contract)
+            .filter(F.col("grade").isNotNull())
+            .groupBy("request_id")
+            .agg(F.sort_array(F.collect_list(gain(F.col("grade"), contract.gain)), asc=False).alias("ideal"))
+        )
+        grouped = grouped.join(ideal, "request_id", "left").withColumn(
+            "ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>"))
+        )
+    else:
+        grouped = grouped.withColumn("ideal", F.sort_array(ranked_gains, asc=False))
+
+    prefix = discount_prefix(contract.max_k)
+    per_k = []
+    for k in ks:
+        dcg = _expected_dcg(ranked_items, k, prefix) if tie_aware else _dcg(ranked_gains, k)
+        unjudged = (
+            F.lit(None).cast("int")
+            if contract.unjudged == "zero"
+            else F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"])).cast("int")
+        )
+        per_k.append(
+            F.struct(
+                F.lit(k).alias("k"),
+                dcg.alias("dcg"),
+                _dcg(F.col("ideal"), k).alias("idcg"),
+                unjudged.alias("n_unjudged_in_top_k"),
+            )
+        )
+    scored = grouped.select(
+        *keys,
+        "n_candidates",
+        "n_judged",
+        "n_positive",
+        F.explode(F.array(*per_k)).alias("m"),
+    ).select(*keys, "m.*", "n_candidates", "n_judged", "n_positive")
+
+    empty = F.col("idcg") <= 0
+    if contract.empty_ideal == "zero":
+        on_empty = F.lit(0.0)
+    else:  # exclude (and error, which fails the run before anything is written)
+        on_empty = F.lit(None).cast("double")
+    return scored.withColumn("empty_ideal", empty).withColumn(
+        "ndcg", F.when(empty, on_empty).otherwise(F.col("dcg") / F.col("idcg"))
+    )
+
+
+def _attach_attributes(
+    per_request: DataFrame, candidates: DataFrame, attributes: Attributes, contract: Contract
+) -> DataFrame:
+    wanted = [c for c in (attributes.weight, *attributes.slices) if c is not None]
+    if wanted:
+        if attributes.table is not None:
+            source_df, source_name = attributes.table, "attributes"
+            source_id = contract.columns.request_id
+        else:
+            source_df, source_name = candidates, "candidates"
+            source_id = contract.columns.request_id
+        _require(source_df, source_id, "request_id", source_name)
+        for c in wanted:
+            _require(source_df, c, c, source_name, numeric=(c == attributes.weight))
+        # min() per request keeps the choice deterministic should a column vary within a request.
+        attrs = source_df.groupBy(F.col(source_id).cast("string").alias("request_id")).agg(
+            *[F.min(c).alias(c) for c in wanted]
+        )
+        per_request = per_request.join(attrs, "request_id", "left")
+    if attributes.weight is None:
+        weight = F.lit(1.0)
+    elif attributes.default_weight is None:
+        weight = F.col(attributes.weight).cast("double")
+    else:
+        weight = F.coalesce(F.col(attributes.weight).cast("double"), F.lit(float(attributes.default_weight)))
+    per_request = per_request.withColumn("weight", weight)
+    if attributes.weight is not None and attributes.default_weight is None:
+        missing = per_request.filter(F.col("weight").isNull()).select("request_id").limit(1).collect()
+        if missing:
+            raise InputError(
+                f"attributes.weight: request {missing[0]['request_id']!r} has no weight and "
+                "attributes.default_weight is not set (rule: weight_missing)"
+            )
+    return per_request
+
+
+def _fail_on_empty_ideal(per_request: DataFrame) -> None:
+    empty = per_request.filter(F.col("empty_ideal")).select("system", "request_id").distinct()
+    example = empty.limit(1).collect()
+    if example:
+        n = empty.count()
+        raise EmptyIdealError(
+            f"contract.empty_ideal is 'error' and {n} request(s) have no positive grade (IDCG = 0), "
+            f"e.g. request {example[0]['request_id']!r} of system {example[0]['system']!r}. "
+            "Use empty_ideal: exclude (flag and count them apart) or zero (score 0, flagged) to run anyway."
+        )

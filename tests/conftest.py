@@ -1,0 +1,24 @@
+"""One SparkSession for the whole suite (local[2], 2 shuffle partitions, UI off)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from ndcg_spark.session import build_session
+
+    session = build_session(master="local[2]", app_name="ndcg-spark-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _doctest_namespace(request, doctest_namespace):
+    """Doctests get ``spark`` and ``F`` like a pyspark shell (the session starts only if asked for)."""
+    if isinstance(request.node, pytest.DoctestItem):
+        from pyspark.sql import functions as F
+
+        doctest_namespace["spark"] = request.getfixturevalue("spark")
+        doctest_namespace["F"] = F
