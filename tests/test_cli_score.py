@@ -1,0 +1,103 @@
+"""Stage 1 end to end: the console script writes the per-request table; another session reads it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from ndcg_spark.cli import main
+from ndcg_spark.sample_data import write_sample
+
+N_REQUESTS = 300
+KS = (1, 3, 5, 10)
+
+
+@pytest.fixture(scope="module")
+def job(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("job")
+    paths = write_sample(spark, root / "data", n_requests=N_REQUESTS, seed=11)
+    config = root / "conf" / "job.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        textwrap.dedent(f"""
+        version: 1
+        contract: {{k: {list(KS)}}}
+        inputs:
+          candidates: {{path: {paths['candidates']}}}
+          judgments: {{path: {paths['judgments']}}}
+        attributes:
+          path: {paths['attributes']}
+          weight: weight
+          slices: [equipment_rarity, permission_group]
+        outputs:
+          per_request: {{path: out/per_request}}
+        spark: {{master: "local[2]", shuffle_partitions: 2}}
+        """)
+    )
+    return root, config
+
+
+def _per_request(spark, root: Path):
+    return spark.read.parquet(str(root / "out" / "per_request"))
+
+
+def test_console_script_in_its_own_session_then_read_back_here(spark, job):
+    root, config = job
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ndcg_spark.cli", "score", "--config", str(config), "--run-id", "night-1"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "macro NDCG" in done.stdout and "night-1" in done.stdout
+    df = _per_request(spark, root).filter(F.col("run_id") == "night-1")
+    systems = df.select("system").distinct().count()
+    assert df.count() == N_REQUESTS * systems * len(KS)
+    assert df.select("request_id", "system", "k").distinct().count() == df.count()
+    assert {"equipment_rarity", "permission_group", "weight", "contract_fingerprint"} <= set(df.columns)
+    assert df.filter(F.col("empty_ideal")).count() > 0  # the sample has requests with no positive grade
+    assert df.filter(F.col("empty_ideal") & F.col("ndcg").isNotNull()).count() == 0  # exclude: never scored
+
+
+def test_rerun_replaces_only_its_own_run(spark, job):
+    root, config = job
+    assert main(["score", "--config", str(config), "--run-id", "night-2"]) == 0
+    before = _per_request(spark, root)
+    n1 = before.filter(F.col("run_id") == "night-1").count()
+    n2 = before.filter(F.col("run_id") == "night-2").count()
+    assert main(["score", "--config", str(config), "--run-id", "night-2"]) == 0
+    after = _per_request(spark, root)
+    assert after.filter(F.col("run_id") == "night-1").count() == n1  # untouched
+    assert after.filter(F.col("run_id") == "night-2").count() == n2  # replaced, not appended
+    cols = [c for c in after.columns if c != "run_id"]
+    a = after.filter(F.col("run_id") == "night-1").select(cols)
+    b = after.filter(F.col("run_id") == "night-2").select(cols)
+    assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0  # same input, same rows
+
+
+def test_bad_config_is_one_paragraph_without_trace(tmp_path, capsys):
+    config = tmp_path / "conf" / "bad.yaml"
+    config.parent.mkdir()
+    config.write_text("version: 1\ncontract: {k: [0]}\ninputs: {candidates: x}\n")
+    assert main(["score", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "contract.k[0]: must be an integer >= 1, got 0" in err
+    assert "Traceback" not in err
+
+
+def test_missing_input_is_named(job, tmp_path, capsys):
+    config = tmp_path / "conf" / "missing.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        "version: 1\ninputs: {candidates: {path: /nonexistent/cands}}\noutputs: {per_request: {path: out}}\n"
+    )
+    assert main(["score", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "inputs.candidates: cannot read parquet /nonexistent/cands" in err
+    assert "Traceback" not in err and "py4j" not in err.lower()
