@@ -7,6 +7,8 @@ warehouse folder, extra conf). The spark-submit entry (``jobs/nightly_eval.py``)
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,6 +32,10 @@ def build_session(
     conf : any further Spark settings.
     """
     builder = SparkSession.builder.appName(app_name)
+    if master is not None and master.startswith("local"):
+        # Local Python workers must run this interpreter (the virtualenv's), not whatever
+        # python3 is first on the PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is not None:
         builder = builder.master(master).config("spark.ui.enabled", "false")
     settings: dict[str, str] = {
