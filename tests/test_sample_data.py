@@ -1,0 +1,269 @@
+"""The embedded sample-data generator: deterministic, realistic and shaped like SPEC §3.
+
+Shares are checked on 2,000 requests (about 35,000 candidates per system) with tolerances
+several binomial standard deviations wide, so they hold for any seed, not just the default.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from ndcg_spark.sample_data import POOL_VERSION, REQUEST_TYPES, SampleData, generate, write_sample
+
+N = 2_000
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def data(spark: SparkSession) -> Iterator[SampleData]:
+    generated = generate(spark, n_requests=N, seed=SEED)
+    cached = SampleData(
+        candidates=generated.candidates.cache(),
+        judgments=generated.judgments.cache(),
+        attributes=generated.attributes.cache(),
+    )
+    yield cached
+    for df in (cached.candidates, cached.judgments, cached.attributes):
+        df.unpersist()
+
+
+def _bm25(data: SampleData) -> DataFrame:
+    return data.candidates.filter(F.col("system") == "bm25")
+
+
+def _request_max_grades(data: SampleData) -> DataFrame:
+    """Per request: best grade among judged candidates (0 if none) and among all judgments."""
+    in_pool = (
+        _bm25(data)
+        .join(data.judgments, ["request_id", "doc_id"], "left")
+        .groupBy("request_id")
+        .agg(F.max(F.coalesce("grade", F.lit(0.0))).alias("best_candidate"))
+    )
+    judged = data.judgments.groupBy("request_id").agg(F.max("grade").alias("best_judged"))
+    return in_pool.join(judged, "request_id", "full")
+
+
+# --- shape ----------------------------------------------------------------------------------
+
+
+def test_schemas_and_row_counts(data: SampleData) -> None:
+    assert [(f.name, f.dataType.simpleString()) for f in data.candidates.schema] == [
+        ("request_id", "string"),
+        ("doc_id", "string"),
+        ("system", "string"),
+        ("position", "int"),
+        ("score", "double"),
+        ("pool_version", "string"),
+    ]
+    assert [(f.name, f.dataType.simpleString()) for f in data.judgments.schema] == [
+        ("request_id", "string"),
+        ("doc_id", "string"),
+        ("grade", "double"),
+    ]
+    assert data.attributes.columns == [
+        "request_id",
+        "request_type",
+        "weight",
+        "equipment_rarity",
+        "doc_age_bucket",
+        "permission_group",
+    ]
+    assert data.attributes.count() == N
+    assert data.attributes.select("request_id").distinct().count() == N
+    assert {r.system for r in data.candidates.select("system").distinct().collect()} == {"bm25", "hybrid"}
+    assert {r.pool_version for r in data.candidates.select("pool_version").distinct().collect()} == {POOL_VERSION}
+    # every request has candidates and at least one judgment
+    assert _bm25(data).select("request_id").distinct().count() == N
+    assert data.judgments.select("request_id").distinct().count() == N
+
+
+def test_no_duplicate_documents(data: SampleData) -> None:
+    assert data.candidates.groupBy("request_id", "system", "doc_id").count().filter("count > 1").count() == 0
+    assert data.judgments.groupBy("request_id", "doc_id").count().filter("count > 1").count() == 0
+
+
+# --- determinism ----------------------------------------------------------------------------
+
+
+def _sorted(df: DataFrame) -> DataFrame:
+    return df.orderBy(*df.columns)
+
+
+def test_same_seed_same_rows_whatever_the_partitioning(spark: SparkSession) -> None:
+    one = generate(spark, n_requests=200, seed=SEED, num_partitions=1)
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    try:
+        many = generate(spark, n_requests=200, seed=SEED, num_partitions=5)
+        for name in ("candidates", "judgments", "attributes"):
+            left = getattr(one, name)
+            right = getattr(many, name).repartition(3)
+            assert right.rdd.getNumPartitions() == 3
+            assert_df_equality(_sorted(left), _sorted(right), ignore_nullable=True)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def test_rows_depend_on_the_request_number_not_on_n_requests(spark: SparkSession, data: SampleData) -> None:
+    small = generate(spark, n_requests=50, seed=SEED)
+    first_50 = data.candidates.filter(F.col("request_id") < "req-0000050")
+    assert_df_equality(_sorted(small.candidates), _sorted(first_50), ignore_nullable=True)
+
+
+def test_another_seed_gives_other_data(spark: SparkSession) -> None:
+    a = generate(spark, n_requests=100, seed=SEED).judgments
+    b = generate(spark, n_requests=100, seed=SEED + 1).judgments
+    assert a.exceptAll(b).count() > 0.9 * a.count()
+
+
+# --- rankings -------------------------------------------------------------------------------
+
+
+def test_positions_are_a_permutation_per_request_and_system(data: SampleData) -> None:
+    bad = (
+        data.candidates.groupBy("request_id", "system")
+        .agg(
+            F.count("*").alias("n"),
+            F.min("position").alias("lo"),
+            F.max("position").alias("hi"),
+            F.countDistinct("position").alias("distinct"),
+        )
+        .filter("lo != 1 OR hi != n OR distinct != n")
+    )
+    assert bad.count() == 0
+
+
+def test_score_never_increases_with_position_and_has_ties(data: SampleData) -> None:
+    by_position = Window.partitionBy("request_id", "system").orderBy("position")
+    with_previous = data.candidates.withColumn("previous", F.lag("score").over(by_position))
+    assert with_previous.filter(F.col("score") > F.col("previous")).count() == 0
+    assert data.candidates.filter(F.col("score").isNull() | F.isnan("score")).count() == 0
+    ties = data.candidates.groupBy("request_id", "system", "score").count().filter("count > 1")
+    tied_requests = ties.select("request_id").distinct().count()
+    assert 0.02 * N < tied_requests < 0.5 * N
+
+
+def test_both_systems_rank_the_same_pool(data: SampleData) -> None:
+    bm25 = data.candidates.filter("system = 'bm25'").select("request_id", "doc_id")
+    hybrid = data.candidates.filter("system = 'hybrid'").select("request_id", "doc_id")
+    assert bm25.exceptAll(hybrid).count() == 0
+    assert hybrid.exceptAll(bm25).count() == 0
+
+
+def test_hybrid_ranks_positives_higher_than_bm25(data: SampleData) -> None:
+    positives = data.candidates.join(data.judgments.filter("grade > 0"), ["request_id", "doc_id"])
+    mean_position = {
+        r.system: r.mean for r in positives.groupBy("system").agg(F.avg("position").alias("mean")).collect()
+    }
+    assert mean_position["hybrid"] < mean_position["bm25"] - 0.3
+
+
+def test_candidates_per_request(data: SampleData) -> None:
+    sizes = _bm25(data).groupBy("request_id").count()
+    stats = sizes.agg(
+        F.min("count").alias("lo"),
+        F.max("count").alias("hi"),
+        F.sum((F.col("count") == 1).cast("int")).alias("singles"),
+        F.sum(((F.col("count") > 1) & (F.col("count") < 5)).cast("int")).alias("between"),
+    ).first()
+    assert (stats.lo, stats.hi, stats.between) == (1, 30, 0)
+    assert 0 < stats.singles < 0.05 * N
+
+
+# --- judgments ------------------------------------------------------------------------------
+
+
+def test_grades_are_integers_0_to_3(data: SampleData) -> None:
+    grades = {r.grade for r in data.judgments.select("grade").distinct().collect()}
+    assert grades == {0.0, 1.0, 2.0, 3.0}
+
+
+def test_about_15_percent_of_candidates_are_unjudged(data: SampleData) -> None:
+    unjudged = (
+        _bm25(data)
+        .join(data.judgments, ["request_id", "doc_id"], "left")
+        .agg(F.avg(F.col("grade").isNull().cast("double")))
+        .first()[0]
+    )
+    assert unjudged == pytest.approx(0.15, abs=0.02)
+
+
+def test_about_10_percent_of_requests_have_no_positive_grade(data: SampleData) -> None:
+    best = _request_max_grades(data)
+    no_positive = best.filter(F.col("best_judged") == 0).count() / N
+    assert no_positive == pytest.approx(0.10, abs=0.025)
+
+
+def test_some_judged_positives_were_not_retrieved(data: SampleData) -> None:
+    unretrieved = data.judgments.filter("grade > 0").join(_bm25(data), ["request_id", "doc_id"], "left_anti")
+    requests = unretrieved.select("request_id").distinct().count()
+    assert 0.1 * N < requests < 0.4 * N
+    # for about 3% every positive is outside the pool: empty ideal from candidates, not from judgments
+    best = _request_max_grades(data)
+    retrieval_miss = best.filter((F.col("best_candidate") == 0) & (F.col("best_judged") > 0)).count() / N
+    assert retrieval_miss == pytest.approx(0.03, abs=0.015)
+
+
+# --- attributes -----------------------------------------------------------------------------
+
+
+def test_weights_positive_and_slices_known(data: SampleData) -> None:
+    a = data.attributes
+    assert a.filter(F.col("weight").isNull() | (F.col("weight") <= 0)).count() == 0
+    for column in ("request_type", "equipment_rarity", "doc_age_bucket", "permission_group"):
+        assert a.filter(F.col(column).isNull()).count() == 0, column
+    values = {c: {r[0] for r in a.select(c).distinct().collect()} for c in a.columns[3:]}
+    assert values == {
+        "equipment_rarity": {"common", "uncommon", "rare"},
+        "doc_age_bucket": {"<1y", "1-3y", "3-10y", ">10y"},
+        "permission_group": {"public", "contractor", "restricted"},
+    }
+    types = {r.request_type for r in a.select("request_type").distinct().collect()}
+    assert types == {t.name for t in REQUEST_TYPES}
+
+
+def test_rare_equipment_is_a_minority_of_requests_and_of_traffic(data: SampleData) -> None:
+    rare = F.col("equipment_rarity") == "rare"
+    shares = data.attributes.agg(
+        F.avg(rare.cast("double")).alias("requests"),
+        (F.sum(F.when(rare, F.col("weight")).otherwise(0.0)) / F.sum("weight")).alias("traffic"),
+    ).first()
+    assert 0.05 < shares.requests < 0.2
+    assert 0 < shares.traffic < 0.01  # the sample over-represents the tail relative to traffic
+
+
+# --- API ------------------------------------------------------------------------------------
+
+
+def test_write_sample_writes_three_parquet_folders_and_overwrites(spark: SparkSession, tmp_path: Path) -> None:
+    write_sample(spark, tmp_path / "sample", n_requests=60, seed=SEED)
+    paths = write_sample(spark, tmp_path / "sample", n_requests=30, seed=SEED)  # replaces the first
+    root = (tmp_path / "sample").resolve()
+    assert paths == {name: str(root / name) for name in ("candidates", "judgments", "attributes")}
+    expected = generate(spark, n_requests=30, seed=SEED)
+    for name, path in paths.items():
+        written = spark.read.parquet(path)
+        assert_df_equality(_sorted(written), _sorted(getattr(expected, name)), ignore_nullable=True)
+
+
+@pytest.mark.parametrize("kwargs", [{"n_requests": 0}, {"n_requests": 2.5}, {"seed": "7"}, {"seed": 2**64}, {"num_partitions": 0}])
+def test_bad_arguments_are_refused(spark: SparkSession, kwargs: dict) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        generate(spark, **kwargs)
+
+
+def test_import_starts_no_spark() -> None:
+    code = (
+        "import ndcg_spark.sample_data\n"
+        "from pyspark.sql import SparkSession\n"
+        "assert SparkSession.getActiveSession() is None\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
