@@ -71,3 +71,26 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> 
         df = reader.option("header", True).format(target.format).load(target.path)
         df = df.withColumn("run_id", F.col("run_id").cast("string"))
     return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
+
+
+def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
+    """Remove the ``run_id`` partition of an output, if there is one.
+
+    A dynamic partition overwrite of zero rows replaces nothing, so an output that may be empty
+    for a run (the quarantine table) is cleared first: re-running a night that had quarantined
+    rows on clean input must not leave the old rows behind. No SQL is assembled from values: the
+    table name and run id go in as parameters.
+    """
+    if target.table is not None:
+        if spark.catalog.tableExists(target.table):
+            spark.sql(
+                "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)",
+                args={"table": target.table, "run_id": run_id},
+            )
+        return
+    jvm = spark.sparkContext._jvm
+    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(run_id)
+    partition = jvm.org.apache.hadoop.fs.Path(target.path, f"run_id={escaped}")
+    fs = partition.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.exists(partition):
+        fs.delete(partition, True)
