@@ -28,6 +28,10 @@ _EXPORTS = {
     "gain": "ndcg_spark.scoring",
     "Attributes": "ndcg_spark.scoring",
     "JobConfig": "ndcg_spark.config",
+    "ValidationError": "ndcg_spark.errors",
+    "ValidationSpec": "ndcg_spark.validation",
+    "validate_inputs": "ndcg_spark.validation",
+    "RowAccounting": "ndcg_spark.validation",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -35,8 +39,9 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config import JobConfig
     from ndcg_spark.contract import ColumnMapping, Contract, GainMapping
-    from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError
+    from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError
     from ndcg_spark.scoring import Attributes, gain, score_requests
+    from ndcg_spark.validation import RowAccounting, ValidationSpec, validate_inputs
 
 
 def __getattr__(name: str) -> Any:

@@ -131,10 +131,13 @@ def _require(df: DataFrame, name: str, role: str, table: str, numeric: bool = Fa
     if name not in fields:
         raise InputError(
             f"{table}: missing column {name!r} (the {role}; map it with contract.columns.{role}); "
-            f"columns present: {', '.join(sorted(fields)) or 'none'}"
+            f"columns present: {', '.join(sorted(fields)) or 'none'} (rule column_missing)"
         )
     if numeric and not isinstance(fields[name], _NUMERIC):
-        raise InputError(f"{table}: column {name!r} (the {role}) must be numeric, found {fields[name].simpleString()}")
+        raise InputError(
+            f"{table}: column {name!r} (the {role}) must be numeric, found {fields[name].simpleString()} "
+            "(rule column_type; the job's validation parses numeric strings first)"
+        )
 
 
 def prepare_candidates(
