@@ -51,10 +51,13 @@ def main(argv: Sequence[str] | None = None, *, spark_master_from_config: bool = 
 
 
 def _explain(exc: BaseException) -> str:
-    from ndcg_spark.errors import NdcgError
+    from ndcg_spark.errors import NdcgError, describe_spark_error
 
     if isinstance(exc, NdcgError):
         return str(exc)
+    spark_text = describe_spark_error(exc)
+    if spark_text is not None:
+        return f"Spark failed: {spark_text}\n(run again with --debug for the full trace)"
     text = str(exc).strip().splitlines()
     head = text[0] if text else type(exc).__name__
     return f"{type(exc).__name__}: {head}\n(run again with --debug for the full trace)"
@@ -91,6 +94,10 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
 
         result = score_stage(spark, config, run_id)
         print(f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} ({result.seconds:.1f} s)")
+        if result.accounting is not None:
+            print(result.accounting.summary())
+            if result.accounting.rows_quarantined and result.quarantine is not None:
+                print(f"quarantine: {result.accounting.rows_quarantined:,} rows -> {result.quarantine.describe()}")
         _print_summary(summarize_per_request(read_run(spark, result.target, run_id)))
         return 0
     raise AssertionError(f"unhandled command {args.command}")
