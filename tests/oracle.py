@@ -1,0 +1,290 @@
+"""A plain-Python reference implementation ("oracle") of NDCG@K per request (SPEC §2).
+
+Written independently of :mod:`ndcg_spark.scoring`, straight from the SPEC and the declared
+semantics, favouring obviousness over speed: a request's candidates are put in displayed order,
+the unjudged policy is applied, and DCG / IDCG are summed term by term. The randomized agreement
+test (``tests/test_oracle_agreement.py``) compares the Spark implementation against it.
+
+Semantics implemented
+---------------------
+* A request is the group ``(request_id, system)``; nothing is ever ranked across requests.
+* gain: ``"exponential"`` 2**g - 1, ``"linear"`` g, or ``{"table": {grade: gain}}`` (a grade
+  missing from the table raises ``KeyError`` -- the oracle never invents a gain).
+* discount: the term at 1-based position p is divided by log2(p + 1).
+* order: ``"position"`` (ascending) or ``"score"`` (descending). Under score order, ties are
+  ``"doc_id"`` (score desc, then doc_id asc in string order) or ``"average"`` (McSherry & Najork
+  2008): a group of n equal-score candidates occupying positions s+1..s+n contributes, at every
+  position p of that range with p <= K, the group's mean gain / log2(p + 1).
+* unjudged (grade None): ``"zero"`` and ``"separate"`` give gain 0 and keep the position;
+  ``"exclude"`` drops the candidate before ranking (later candidates move up).
+  ``n_unjudged_in_top_k`` is None under ``"zero"``; otherwise it is the number of unjudged
+  candidates among the first K of the *full* displayed list (before condensing; under score order
+  the display order is score desc, doc_id asc, whatever the ties choice).
+* ideal_from: ``"candidates"`` -> the gains of this request's candidates (after the unjudged policy,
+  unjudged gain 0), sorted descending; ``"judgments"`` -> the gains of every judged document of the
+  request in the judgments table, retrieved or not, sorted descending.
+* IDCG@K == 0 is an empty ideal: ``empty_ideal="exclude"`` -> ndcg None; ``"zero"`` -> ndcg 0.0;
+  both set ``empty_ideal=True``. ``"error"`` raises :class:`OracleEmptyIdealError`.
+* A K larger than the list sums over what exists.
+* Counts: ``n_candidates`` (all candidate rows), ``n_judged`` (with a grade), ``n_positive``
+  (grade > 0) -- independent of the unjudged policy.
+
+Examples
+--------
+>>> round(ndcg_of_grades([1, 3, 0, 2], k=3), 10)
+0.5766666455
+>>> ndcg_of_grades([3, 2, 1], k=3)
+1.0
+>>> ndcg_of_grades([0, 0], k=3) is None
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Candidate",
+    "OracleEmptyIdealError",
+    "make_gain",
+    "discount",
+    "dcg_at_k",
+    "tie_average_gains",
+    "tie_average_dcg_at_k",
+    "display_order",
+    "score_request",
+    "prepare",
+    "score_prepared",
+    "score_all",
+    "ndcg_of_grades",
+]
+
+
+class OracleEmptyIdealError(Exception):
+    """Raised by the oracle under ``empty_ideal="error"`` when some request has IDCG = 0."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One retrieved document of one request; ``grade=None`` means unjudged."""
+
+    doc_id: str
+    position: int | None = None
+    score: float | None = None
+    grade: float | None = None
+
+
+# --------------------------------------------------------------------------- building blocks
+def make_gain(gain: Any) -> Callable[[float], float]:
+    """Return grade -> gain for ``"exponential"``, ``"linear"`` or ``{"table": {...}}``."""
+    if gain == "exponential":
+        return lambda g: 2.0 ** float(g) - 1.0
+    if gain == "linear":
+        return lambda g: float(g)
+    if isinstance(gain, Mapping):
+        entries = gain["table"] if "table" in gain else gain
+        table = {float(grade): float(value) for grade, value in entries.items()}
+
+        def lookup(g: float) -> float:
+            return table[float(g)]  # KeyError: a grade outside the table is never a silent 0
+
+        return lookup
+    raise ValueError(f"unknown gain {gain!r}")
+
+
+def discount(p: int) -> float:
+    """The log2 discount weight of 1-based position ``p``."""
+    return 1.0 / math.log2(p + 1)
+
+
+def dcg_at_k(gains: Sequence[float], k: int) -> float:
+    """Sum of gain / log2(p + 1) over the first ``k`` entries (fewer if the list is shorter)."""
+    total = 0.0
+    for p, g in enumerate(gains[:k], start=1):
+        total += g * discount(p)
+    return total
+
+
+def tie_average_gains(scored_gains: Iterable[tuple[float, float]]) -> list[float]:
+    """Per-position expected gains under random tie-breaking (McSherry & Najork 2008).
+
+    Candidates are ranked by score descending; every position occupied by a group of equal scores
+    gets that group's mean gain.
+    """
+    items = sorted(scored_gains, key=lambda sg: -sg[0])
+    expected: list[float] = []
+    start = 0
+    while start < len(items):
+        end = start
+        while end < len(items) and items[end][0] == items[start][0]:
+            end += 1
+        mean_gain = sum(g for _, g in items[start:end]) / (end - start)
+        expected.extend([mean_gain] * (end - start))
+        start = end
+    return expected
+
+
+def tie_average_dcg_at_k(scored_gains: Iterable[tuple[float, float]], k: int) -> float:
+    """Tie-aware expected DCG@k of ``(score, gain)`` pairs (McSherry & Najork 2008).
+
+    A group of equal scores occupying positions s+1..s+n contributes, at every position p of
+    that range with p <= k, the group's mean gain / log2(p + 1).
+    """
+    return dcg_at_k(tie_average_gains(scored_gains), k)
+
+
+def display_order(candidates: Iterable[Candidate], order: str) -> list[Candidate]:
+    """Candidates in displayed order: position ascending, or score desc then doc_id asc."""
+    if order == "position":
+        return sorted(candidates, key=lambda c: c.position)
+    if order == "score":
+        return sorted(candidates, key=lambda c: (-c.score, c.doc_id))
+    raise ValueError(f"unknown order {order!r}")
+
+
+# --------------------------------------------------------------------------- one request
+def score_request(
+    candidates: Sequence[Candidate],
+    *,
+    k: Iterable[int] = (1, 3, 5, 10),
+    gain: Any = "exponential",
+    order: str = "position",
+    ties: str = "doc_id",
+    ideal_from: str = "candidates",
+    unjudged: str = "separate",
+    empty_ideal: str = "exclude",
+    judged_grades: Iterable[float] | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*}}``.
+
+    ``judged_grades`` are the grades of every judged document of the request (needed only for
+    ``ideal_from="judgments"``).
+    """
+    if unjudged not in ("zero", "exclude", "separate"):
+        raise ValueError(f"unknown unjudged policy {unjudged!r}")
+    if ties not in ("doc_id", "average"):
+        raise ValueError(f"unknown ties {ties!r}")
+    if empty_ideal not in ("exclude", "zero", "error"):
+        raise ValueError(f"unknown empty_ideal {empty_ideal!r}")
+    gain_of = make_gain(gain)
+
+    displayed = display_order(candidates, order)
+    n_candidates = len(displayed)
+    n_judged = sum(1 for c in displayed if c.grade is not None)
+    n_positive = sum(1 for c in displayed if c.grade is not None and c.grade > 0)
+
+    ranked = [c for c in displayed if c.grade is not None] if unjudged == "exclude" else displayed
+    gains = [0.0 if c.grade is None else gain_of(c.grade) for c in ranked]
+
+    if ideal_from == "candidates":
+        ideal = sorted(gains, reverse=True)
+    elif ideal_from == "judgments":
+        if judged_grades is None:
+            raise ValueError("ideal_from='judgments' needs the request's judged grades")
+        ideal = sorted((gain_of(g) for g in judged_grades), reverse=True)
+    else:
+        raise ValueError(f"unknown ideal_from {ideal_from!r}")
+
+    if order == "score" and ties == "average":
+        ranked_gains = tie_average_gains([(c.score, g) for c, g in zip(ranked, gains)])
+    else:
+        ranked_gains = gains
+
+    result: dict[int, dict[str, Any]] = {}
+    for kk in sorted(set(k)):
+        dcg = dcg_at_k(ranked_gains, kk)
+        idcg = dcg_at_k(ideal, kk)
+        if idcg > 0:
+            ndcg, empty = dcg / idcg, False
+        elif empty_ideal == "error":
+            raise OracleEmptyIdealError(f"empty ideal at k={kk}")
+        else:
+            ndcg, empty = (0.0 if empty_ideal == "zero" else None), True
+        n_unjudged_top = None if unjudged == "zero" else sum(1 for c in displayed[:kk] if c.grade is None)
+        result[kk] = {
+            "dcg": dcg,
+            "idcg": idcg,
+            "ndcg": ndcg,
+            "empty_ideal": empty,
+            "n_candidates": n_candidates,
+            "n_judged": n_judged,
+            "n_positive": n_positive,
+            "n_unjudged_in_top_k": n_unjudged_top,
+        }
+    return result
+
+
+# --------------------------------------------------------------------------- whole tables
+def prepare(
+    candidate_rows: Iterable[Mapping[str, Any]],
+    judgment_rows: Iterable[Mapping[str, Any]] | None = None,
+) -> tuple[dict[tuple[str, str | None], list[Candidate]], dict[str, dict[str, float]]]:
+    """Group input rows into ``({(request_id, system): [Candidate]}, {request_id: {doc_id: grade}})``.
+
+    ``candidate_rows`` are mappings with ``request_id``, ``doc_id``, ``position`` and/or ``score``,
+    optional ``system`` and -- when ``judgment_rows`` is None -- a pre-joined ``grade``.
+    ``judgment_rows`` are mappings with ``request_id``, ``doc_id``, ``grade``; a candidate without a
+    judgment row (or with a null grade) is unjudged. With pre-joined grades, the request's judgments
+    are its distinct judged (doc_id, grade) pairs over all systems.
+    """
+    groups: dict[tuple[str, str | None], list[Candidate]] = defaultdict(list)
+    judged: dict[str, dict[str, float]] = defaultdict(dict)
+    rows = list(candidate_rows)
+    if judgment_rows is not None:
+        for j in judgment_rows:
+            if j.get("grade") is not None:
+                judged[j["request_id"]][j["doc_id"]] = float(j["grade"])
+    for r in rows:
+        if judgment_rows is None:
+            grade = r.get("grade")
+            if grade is not None:
+                judged[r["request_id"]][r["doc_id"]] = float(grade)
+        else:
+            grade = judged.get(r["request_id"], {}).get(r["doc_id"])
+        groups[(r["request_id"], r.get("system"))].append(
+            Candidate(
+                doc_id=r["doc_id"],
+                position=r.get("position"),
+                score=r.get("score"),
+                grade=None if grade is None else float(grade),
+            )
+        )
+    return dict(groups), dict(judged)
+
+
+def score_prepared(
+    prepared: tuple[dict[tuple[str, str | None], list[Candidate]], dict[str, dict[str, float]]],
+    **contract: Any,
+) -> dict[tuple[str, str | None, int], dict[str, Any]]:
+    """Score the output of :func:`prepare`; key the result by ``(request_id, system, k)``."""
+    groups, judged = prepared
+    out: dict[tuple[str, str | None, int], dict[str, Any]] = {}
+    for (request_id, system), cands in groups.items():
+        per_k = score_request(cands, judged_grades=judged.get(request_id, {}).values(), **contract)
+        for kk, values in per_k.items():
+            out[(request_id, system, kk)] = values
+    return out
+
+
+def score_all(
+    candidate_rows: Iterable[Mapping[str, Any]],
+    judgment_rows: Iterable[Mapping[str, Any]] | None = None,
+    **contract: Any,
+) -> dict[tuple[str, str | None, int], dict[str, Any]]:
+    """Score every ``(request_id, system)`` group of plain rows (see :func:`prepare`).
+
+    ``contract`` takes the keywords of :func:`score_request`. Returns
+    ``{(request_id, system, k): {dcg, idcg, ndcg, empty_ideal, n_candidates, n_judged,
+    n_positive, n_unjudged_in_top_k}}``.
+    """
+    return score_prepared(prepare(candidate_rows, judgment_rows), **contract)
+
+
+def ndcg_of_grades(grades: Sequence[float], k: int, gain: Any = "exponential") -> float | None:
+    """NDCG@k of grades in displayed order (ideal from these grades); None for an empty ideal."""
+    cands = [Candidate(doc_id=f"d{i}", position=i + 1, grade=g) for i, g in enumerate(grades)]
+    return score_request(cands, k=[k], gain=gain)[k]["ndcg"]
