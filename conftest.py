@@ -1,4 +1,6 @@
-"""One SparkSession for the whole suite (local[2], 2 shuffle partitions, UI off)."""
+"""One SparkSession for the whole suite (local[2], 2 shuffle partitions, UI off).
+
+At the checkout root so that doctests under ndcg_spark/ get `spark` too."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def _expected_dcg(items: Column, k: int, prefix: list[float]) -> Column:
     def contribution(x: Column) -> Column:
         end = F.least(x["tie_start"] + x["tie_size"], F.lit(k)).cast("int")
         span = F.element_at(d, end + 1) - F.element_at(d, (x["tie_start"] + 1).cast("int"))
-        return x["gain"] / x["tie_size"] * span
+        return F.coalesce(x["gain"], F.lit(0.0)) / x["tie_size"] * span
 
     return F.aggregate(
         F.filter(items, lambda x: x["tie_start"] < k),

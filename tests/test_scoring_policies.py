@@ -219,3 +219,13 @@ def test_wrong_type_is_named(spark):
     df = spark.createDataFrame([("q", "a", "first", 1.0)], "request_id string, doc_id string, position string, grade double")
     with pytest.raises(InputError, match=r"'position'.*must be numeric, found string"):
         score_requests(df, contract=Contract(order="position"))
+
+
+def test_average_ties_with_an_unjudged_member(spark):
+    # a (grade 2, gain 3) and unjudged b tie at rank 1..2: average gain (3 + 0) / 2 = 1.5.
+    data = [("u", "a", None, 1.0, 2.0), ("u", "b", None, 1.0, None)]
+    contract = Contract(k=[1, 2], order="score", ties="average", unjudged="zero")
+    got = _by_key(score_requests(_rows(spark, data), contract=contract), "dcg", "ndcg")
+    assert got[("u", 1)][0] == pytest.approx(1.5, abs=TOL)
+    assert got[("u", 1)][1] == pytest.approx(0.5, abs=TOL)
+    assert got[("u", 2)][0] == pytest.approx(1.5 * (1 + D2), abs=TOL)
