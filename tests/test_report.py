@@ -1,0 +1,201 @@
+"""The HTML report: a pure renderer checked on hand-made rows, end to end on a tiny run, and in a
+real browser (headless Chromium) -- skipped only where Chromium is absent locally, never in CI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ndcg_spark.report import fmt_count, fmt_delta, fmt_interval, fmt_mean, render_html
+
+HOSTILE = "<script>alert('x')</script>"
+
+
+def _agg(system, k, dim, value, macro, lo, hi, eligible, empty, all_, small=False):
+    return {
+        "run_id": "r1", "system": system, "pool_version": "pool-A", "k": k, "slice_dimension": dim,
+        "slice_value": value, "macro_ndcg": macro, "macro_ci_low": lo, "macro_ci_high": hi,
+        "weighted_ndcg": macro + 0.01, "weighted_ci_low": lo + 0.01, "weighted_ci_high": hi + 0.01,
+        "n_eligible": eligible, "n_empty_ideal": empty, "n_requests": all_, "weight_eligible": float(eligible),
+        "weight_all": float(all_), "unjudged_share": 0.125, "below_min_eligible": small, "min_eligible": 30,
+        "ci_level": 0.95, "contract_fingerprint": "f8a3a72347d4e364", "code_version": "0.1.0",
+    }
+
+
+@pytest.fixture
+def data():
+    aggs = [
+        _agg("bm25", 10, "overall", "all", 0.61234, 0.60011, 0.62456, 1834, 166, 2000),
+        _agg("hybrid", 10, "overall", "all", 0.68765, 0.67702, 0.69801, 1834, 166, 2000),
+        _agg("bm25", 10, "rarity", "common", 0.65, 0.63, 0.67, 1500, 100, 1600),
+        _agg("bm25", 10, "rarity", HOSTILE, 0.41, 0.35, 0.47, 320, 60, 380),
+        _agg("bm25", 10, "rarity", "tiny", 0.20, 0.0, 0.6, 14, 6, 20, small=True),
+    ]
+    audit = [{
+        "system": "bm25", "pool_version": "pool-A", "k": 10, "slice_dimension": "rarity", "n_slices": 3,
+        "n_slices_ranked": 2, "worst_slice_value": HOSTILE, "worst_macro_ndcg": 0.41, "worst_ci_low": 0.35,
+        "worst_ci_high": 0.47, "worst_n_eligible": 320, "overall_macro_ndcg": 0.61234, "gap_to_overall": -0.20234,
+        "ci_below_overall": True,
+    }]
+    hist = [{"system": "bm25", "pool_version": "pool-A", "k": 10, "metric": "ndcg", "bucket": b, "count": c}
+            for b, c in ((None, 166), (0, 90), (5, 400), (9, 1344))]
+    hist += [{"system": "bm25", "pool_version": "pool-A", "k": 10, "metric": "unjudged_in_top_k", "bucket": b,
+              "count": c} for b, c in ((0, 1500), (1, 400), (3, 100))]
+    comparison = {
+        "run_id": "r1", "baseline": "bm25", "candidate": "hybrid", "comparison_kind": "end_to_end",
+        "baseline_pool_version": "pool-A", "candidate_pool_version": "pool-B", "pools_differ": True,
+        "ndcg_ideal": "judgments", "slice_dimension": "overall", "slice_value": "all", "k": 10, "n_requests": 2000,
+        "n_paired": 1800, "n_only_baseline_missing": 10, "n_only_baseline_empty": 4, "n_only_candidate_missing": 6,
+        "n_only_candidate_empty": 3, "n_neither": 177, "n_pool_differs": 1200, "paired_weight": 1800.0,
+        "baseline_ndcg_macro": 0.6, "candidate_ndcg_macro": 0.67, "delta_macro": 0.0712,
+        "delta_macro_ci_low": 0.0601, "delta_macro_ci_high": 0.0833, "p_value_macro": 0.001,
+        "baseline_ndcg_weighted": 0.61, "candidate_ndcg_weighted": 0.66, "delta_weighted": 0.05,
+        "delta_weighted_ci_low": 0.04, "delta_weighted_ci_high": 0.06, "p_value_weighted": 0.002,
+        "wins": 901, "ties": 555, "losses": 344, "n_recall_requests": 1700, "baseline_recall_macro": 0.7311,
+        "candidate_recall_macro": 0.8422, "baseline_recall_weighted": 0.7, "candidate_recall_weighted": 0.8,
+        "below_min_paired": False, "min_paired": 30, "tie_tolerance": 1e-9, "ci_level": 0.95,
+        "bootstrap_replicates": 200, "permutations": 199, "seed": 0, "contract_fingerprint": "f8a3a72347d4e364",
+    }
+    meta = {"run_id": "r1", "contract_fingerprint": "f8a3a72347d4e364",
+            "contract": '{"empty_ideal":"exclude","gain":"exponential","k":[10],"ties":"doc_id"}',
+            "aggregate_spec": '{"min_eligible":30}', "row_counts": {"per_request": 4000, "candidates.rows_read": 31337},
+            "code_version": "0.1.0", "created_at": "2026-11-29 02:00:00"}
+    return {"run_id": "r1", "aggregates": aggs, "audit": audit, "histograms": hist, "comparisons": [comparison],
+            "metadata": meta, "bins": 10}
+
+
+def test_render_shows_every_overall_number_with_its_denominators(data):
+    page = render_html(data)
+    for row in (r for r in data["aggregates"] if r["slice_dimension"] == "overall"):
+        for text in (fmt_mean(row["macro_ndcg"]), fmt_interval(row["macro_ci_low"], row["macro_ci_high"]),
+                     fmt_mean(row["weighted_ndcg"]), fmt_count(row["n_eligible"]), fmt_count(row["n_empty_ideal"]),
+                     fmt_count(row["n_requests"])):
+            assert text in page, text
+    assert "0.6123" in page and "[0.6001, 0.6246]" in page and "1,834" in page and "2,000" in page
+    # the worst slice is called out with its gap; the small slice is marked
+    assert "Worst slice of <b>rarity</b>" in page and fmt_delta(-0.20234) in page
+    assert "tiny (small)" in page
+    # the contract, pool version, run id and row accounting
+    for text in ("f8a3a72347d4e364", "pool-A", "run r1", "exponential", "candidates.rows_read", "31,337"):
+        assert text in page, text
+
+
+def test_render_comparison_with_pool_notice_and_recall(data):
+    page = render_html(data)
+    assert "End-to-end comparison — not a reranker comparison" in page
+    for text in ("+0.0712", "[+0.0601, +0.0833]", "901 / 555 / 344", "0.7311", "0.8422", "1,200"):
+        assert text in page, text
+    same_pool = dict(data["comparisons"][0], comparison_kind="reranker", pools_differ=False)
+    assert "End-to-end" not in render_html(dict(data, comparisons=[same_pool]))
+
+
+def test_render_escapes_hostile_values_and_references_nothing_outside(data):
+    page = render_html(data)
+    assert HOSTILE not in page and "<script" not in page.lower()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert not re.search(r"https?://", page)
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", page)
+
+
+def test_render_tolerates_missing_sections():
+    page = render_html({"run_id": "r1", "aggregates": [], "audit": [], "histograms": [], "comparisons": [],
+                        "metadata": None, "contract_from_config": {"k": [3]}})
+    assert "No row counts recorded" in page and "run r1" in page
+
+
+# ------------------------------------------------------------------------------ end to end
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
+    from ndcg_spark.aggregate import AggregateSpec, aggregate, run_metadata
+    from ndcg_spark.config import JobConfig
+    from ndcg_spark.io import read_run, write_run_partitioned
+    from ndcg_spark.pipeline import compare_stage, score_stage
+    from ndcg_spark.report import _output, build_report
+    from ndcg_spark.sample_data import write_sample
+
+    root = tmp_path_factory.mktemp("report")
+    paths = write_sample(spark, root / "data", n_requests=300)
+    config = JobConfig.from_dict(
+        {
+            "version": 1,
+            "contract": {"k": [3, 10]},
+            "inputs": {"candidates": {"path": paths["candidates"]}, "judgments": {"path": paths["judgments"]}},
+            "attributes": {"path": paths["attributes"], "weight": "weight",
+                           "slices": ["equipment_rarity", "permission_group"]},
+            "outputs": {"per_request": {"path": str(root / "per_request")},
+                        "aggregate": {"path": str(root / "aggregate")},
+                        "run_metadata": {"path": str(root / "run_metadata")},
+                        "comparison": {"path": str(root / "comparison")},
+                        "report_dir": str(root / "reports")},
+            "aggregate": {"min_eligible": 30, "bootstrap": {"replicates": 20}},
+            "compare": {"baseline": "bm25", "candidate": "hybrid", "bootstrap": {"replicates": 20},
+                        "permutations": 19},
+        },
+        base=root,
+    )
+    run_id = "2026-11-29"
+    stage1 = score_stage(spark, config, run_id)
+    spec = AggregateSpec.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
+    aggs = aggregate(read_run(spark, config.per_request, run_id), spec)
+    write_run_partitioned(aggs, _output(config, "aggregate"))
+    meta = run_metadata(spark, run_id, contract=config.contract.resolve(["position"]), spec=spec,
+                        row_counts={"per_request": stage1.rows_written})
+    write_run_partitioned(meta, _output(config, "run_metadata"))
+    compare_stage(spark, config, run_id)
+    path = build_report(spark, config, run_id)
+    rows = [r.asDict() for r in read_run(spark, _output(config, "aggregate"), run_id)
+            .filter("slice_dimension = 'overall'").collect()]
+    return path, rows
+
+
+def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
+    path, rows = built
+    page = path.read_text(encoding="utf-8")
+    assert path.name == "report.html" and path.parent.name == "2026-11-29"
+    assert len(rows) == 4  # 2 systems x 2 K
+    for r in rows:
+        assert fmt_mean(r["macro_ndcg"]) in page and fmt_count(r["n_requests"]) in page
+    assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in page
+    assert "equipment_rarity" in page and "unjudged candidates in the top K" in page
+    assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
+    assert not re.search(r"https?://", page)
+
+
+# -------------------------------------------------------------------------------- browser
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and os.environ.get("CI") == "true":
+        pytest.fail("CI=true but chromium is missing: .ci/run installs it (apt-get install chromium)")
+    return found
+
+
+def _chromium_args(binary: str, profile: Path) -> list[str]:
+    return [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={profile}", "--window-size=1280,2000"]
+
+
+@pytest.mark.slow
+def test_page_in_headless_chromium_shows_the_aggregate_numbers(built, tmp_path):
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
+    path, rows = built
+    url = path.resolve().as_uri()
+    shot = tmp_path / "report.png"
+    args = _chromium_args(binary, tmp_path / "profile")
+    subprocess.run([*args, f"--screenshot={shot}", url], check=True, capture_output=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 10_000  # a rendered page, not a blank one
+    dom = subprocess.run([*args, "--dump-dom", url], check=True, capture_output=True, text=True, timeout=120).stdout
+    text = re.sub(r"<[^>]+>", " ", dom)
+    assert "Overall NDCG@K per system" in text
+    for r in rows:
+        for expected in (fmt_mean(r["macro_ndcg"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
+                         fmt_count(r["n_eligible"]), fmt_count(r["n_empty_ideal"]), fmt_count(r["n_requests"])):
+            assert expected in text, expected
