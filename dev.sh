@@ -2,6 +2,7 @@
 # The README's two commands, each doing all its own set-up on a fresh machine:
 #   bash dev.sh demo    set up, write the sample data, run the nightly job on local Spark
 #   bash dev.sh test    set up, run the whole test suite
+#   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
 set -euo pipefail
@@ -33,8 +34,11 @@ case "$cmd" in
   test)
     .venv/bin/python -m pytest "$@"
     ;;
+  package)
+    .venv/bin/python -m ndcg_spark.packaging "$@"
+    ;;
   *)
-    echo "usage: bash dev.sh demo|test [args]" >&2
+    echo "usage: bash dev.sh demo|test|package [args]" >&2
     exit 2
     ;;
 esac

@@ -91,8 +91,11 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     if args.command in ("score", "run"):
         from ndcg_spark.io import read_run
         from ndcg_spark.pipeline import score_stage, summarize_per_request
+        from ndcg_spark.publish import publishing
 
-        result = score_stage(spark, config, run_id)
+        with publishing(spark, config, run_id) as status:  # 'running' first, 'complete' written last
+            result = score_stage(spark, config, run_id)
+        print(f"run {run_id}: published ({status.describe()} says complete)")
         print(f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} ({result.seconds:.1f} s)")
         if result.accounting is not None:
             print(result.accounting.summary())

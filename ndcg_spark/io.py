@@ -37,6 +37,9 @@ def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str
     spark = df.sparkSession
     if target.table is not None:
         if not spark.catalog.tableExists(target.table):
+            parts = target.table.split(".")
+            if len(parts) > 1:  # a configured database that does not exist yet (first night)
+                spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": ".".join(parts[:-1])})
             df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
             return
         table_columns = spark.read.table(target.table).columns

@@ -1,0 +1,103 @@
+"""Publishing a run atomically: a run-status row written last, and readers that filter on it.
+
+A nightly write replaces only its own ``run_id`` partitions (dynamic partition overwrite), so the
+previous night is never deleted. That alone does not stop a reader from seeing *half* a run: a
+driver killed while the per-request table is being committed, or between the per-request and the
+aggregate write, leaves some of the run's partitions on disk. So every run goes through
+
+1. :func:`mark_run` ``status = 'running'`` — written *first*; a re-run of a published run id
+   hides the old copy of that run while it is being replaced;
+2. the data writes (every stage);
+3. :func:`mark_run` ``status = 'complete'`` — written *last*, one row.
+
+Readers go through :func:`read_published` (or the SQL in the README), which keeps only the runs
+whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
+every other run untouched; re-running the run id replaces it and publishes it.
+
+The status table is ``outputs.run_status`` in the YAML; when it is not set it sits next to the
+per-request table (``<folder>/run_status`` for a path, ``<database>.run_status`` for a table).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ndcg_spark.config import JobConfig, Source
+
+RUNNING = "running"
+COMPLETE = "complete"
+RUN_STATUS_SCHEMA = "run_id string, status string, updated_at timestamp, code_version string"
+
+
+def run_status_target(config: JobConfig) -> Source:
+    """Where the run-status table of ``config`` lives (``outputs.run_status`` or beside the per-request table)."""
+    from ndcg_spark.errors import ContractError
+
+    outputs = config.section("outputs") or {}
+    base = config.section("base")
+    explicit = Source.parse(outputs.get("run_status"), "outputs.run_status", Path(base) if base else None)
+    if explicit is not None:
+        return explicit
+    per_request = config.per_request
+    if per_request is None:
+        raise ContractError("outputs.run_status", "cannot default without outputs.per_request; set it explicitly")
+    if per_request.table is not None:
+        parts = per_request.table.split(".")
+        return Source(table=".".join([*parts[:-1], "run_status"]))
+    parent = per_request.path.rstrip("/").rsplit("/", 1)[0]
+    return Source(path=f"{parent}/run_status")
+
+
+def mark_run(spark: SparkSession, target: Source, run_id: str, status: str) -> None:
+    """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched)."""
+    from ndcg_spark import __version__
+    from ndcg_spark.io import write_run_partitioned
+
+    row = spark.createDataFrame(
+        [(run_id, status, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), __version__)], RUN_STATUS_SCHEMA
+    )
+    write_run_partitioned(row.coalesce(1), target)
+
+
+@contextlib.contextmanager
+def publishing(spark: SparkSession, config: JobConfig, run_id: str) -> Iterator[Source]:
+    """Bracket a run's writes: ``running`` before, ``complete`` after — only if the block succeeded::
+
+        with publishing(spark, config, run_id):
+            score_stage(spark, config, run_id)
+            ...  # every later stage of the run
+    """
+    target = run_status_target(config)
+    mark_run(spark, target, run_id, RUNNING)
+    yield target
+    mark_run(spark, target, run_id, COMPLETE)
+
+
+def published_runs(spark: SparkSession, status: Source) -> DataFrame:
+    """The run ids whose status row says ``complete`` (empty if nothing was ever published)."""
+    from ndcg_spark.io import read_run
+
+    try:
+        df = read_run(spark, status)
+    except Exception as exc:  # noqa: BLE001 - no status table yet means nothing is published
+        if "PATH_NOT_FOUND" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return spark.createDataFrame([], "run_id string")
+        raise
+    return df.filter(F.col("status") == COMPLETE).select("run_id").distinct()
+
+
+def read_published(spark: SparkSession, target: Source, status: Source, run_id: str | None = None) -> DataFrame:
+    """Read an output keeping only published (``complete``) runs, optionally one run.
+
+    A run that is being written, or whose driver died before publishing, is invisible here even
+    though some of its partitions may be on disk.
+    """
+    from ndcg_spark.io import read_run
+
+    return read_run(spark, target, run_id).join(published_runs(spark, status), "run_id", "left_semi")
