@@ -27,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
 
     with_config("score", "stage 1: write the per-request table")
     with_config("run", "the nightly job: every stage (stage 1 for now)")
+    with_config("report", "write the run's static HTML report to outputs.report_dir")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
@@ -102,8 +103,25 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
             if result.accounting.rows_quarantined and result.quarantine is not None:
                 print(f"quarantine: {result.accounting.rows_quarantined:,} rows -> {result.quarantine.describe()}")
         _print_summary(summarize_per_request(read_run(spark, result.target, run_id)))
+        if args.command == "run":
+            _print_report(spark, config, run_id, required=False)
+        return 0
+    if args.command == "report":
+        _print_report(spark, config, run_id, required=True)
         return 0
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _print_report(spark, config, run_id: str, *, required: bool) -> None:
+    """Write the run's HTML report. ``run`` writes it when the job has an aggregate table
+    (``outputs.aggregate``, stage 2); ``report`` requires one."""
+    from ndcg_spark.report import build_report, report_configured
+
+    if not required and not report_configured(config):
+        return
+    started = time.perf_counter()
+    path = build_report(spark, config, run_id)
+    print(f"report -> {path} ({time.perf_counter() - started:.1f} s); open {path.resolve().as_uri()} in a browser")
 
 
 def _print_summary(rows: list[dict]) -> None:

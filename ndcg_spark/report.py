@@ -45,6 +45,8 @@ __all__ = [
     "collect_report_data",
     "histograms",
     "render_html",
+    "report_configured",
+    "report_dir",
 ]
 
 #: buckets of the per-request NDCG histogram: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0]
@@ -236,6 +238,11 @@ def report_dir(config: JobConfig) -> Path:
     return path if path.is_absolute() or not base else Path(base) / path
 
 
+def report_configured(config: JobConfig) -> bool:
+    """Whether the job has the tables a report is built from (``outputs.aggregate``, stage 2)."""
+    return bool((config.section("outputs") or {}).get("aggregate"))
+
+
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80] or "_"
 
@@ -272,7 +279,8 @@ color:#1d2330;line-height:1.4;padding:0 16px}
 h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:36px;border-bottom:2px solid #dde3ec;padding-bottom:4px}
 h3{margin-bottom:6px}.sub{color:#5b6577}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:.92em}
-th,td{border:1px solid #d5dbe5;padding:4px 8px;text-align:right;vertical-align:top;white-space:nowrap}
+th,td{border:1px solid #d5dbe5;padding:4px 8px;text-align:right;vertical-align:top}td{white-space:nowrap}
+td.wrap{white-space:normal;max-width:760px;overflow-wrap:anywhere}
 th{background:#f1f4f9}td.l,th.l{text-align:left}
 .num{font-variant-numeric:tabular-nums;font-weight:600}.ci{color:#5b6577;font-size:.9em}
 .den{color:#39465c;font-size:.88em;white-space:nowrap}
@@ -687,7 +695,7 @@ def _section_contract(data: Mapping[str, Any]) -> list[str]:
     pools = sorted({str(r.get("pool_version")) for r in aggs}
                    | {str(r.get(f"{s}_pool_version")) for r in comparisons for s in ("baseline", "candidate")})
     out = ["<h2 id='contract'>The contract, pool version, run and row accounting</h2>",
-           "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>" for k, v in (
+           "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l wrap'>{_e(v)}</td></tr>" for k, v in (
                ("run id", data.get("run_id")),
                ("contract fingerprint", ", ".join(fingerprints) or "n/a"),
                ("pool version(s)", ", ".join(pools) or "n/a"),
@@ -699,12 +707,12 @@ def _section_contract(data: Mapping[str, Any]) -> list[str]:
            f"<h3>Declared choices</h3><p class='sub'>From {_e(source)}.</p><table>"
            "<tr><th class='l'>choice</th><th class='l'>value</th></tr>"]
     for key, value in (contract or {}).items():
-        out.append(f"<tr>{_td(key, 'l')}{_td(_plain(value), 'l')}</tr>")
+        out.append(f"<tr>{_td(key, 'l')}{_td(_plain(value), 'l wrap')}</tr>")
     out.append("</table>")
     if agg_spec:
         out.append("<h3>Aggregation</h3><table><tr><th class='l'>choice</th><th class='l'>value</th></tr>")
         for key, value in agg_spec.items():
-            out.append(f"<tr>{_td(key, 'l')}{_td(_plain(value), 'l')}</tr>")
+            out.append(f"<tr>{_td(key, 'l')}{_td(_plain(value), 'l wrap')}</tr>")
         out.append("</table>")
     counts = (meta or {}).get("row_counts") or {}
     out.append("<h3>Row accounting</h3>")

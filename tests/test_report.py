@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ndcg_spark.report import fmt_count, fmt_delta, fmt_interval, fmt_mean, render_html
 
@@ -121,24 +122,25 @@ def built(spark, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("report")
     paths = write_sample(spark, root / "data", n_requests=300)
-    config = JobConfig.from_dict(
-        {
-            "version": 1,
-            "contract": {"k": [3, 10]},
-            "inputs": {"candidates": {"path": paths["candidates"]}, "judgments": {"path": paths["judgments"]}},
-            "attributes": {"path": paths["attributes"], "weight": "weight",
-                           "slices": ["equipment_rarity", "permission_group"]},
-            "outputs": {"per_request": {"path": str(root / "per_request")},
-                        "aggregate": {"path": str(root / "aggregate")},
-                        "run_metadata": {"path": str(root / "run_metadata")},
-                        "comparison": {"path": str(root / "comparison")},
-                        "report_dir": str(root / "reports")},
-            "aggregate": {"min_eligible": 30, "bootstrap": {"replicates": 20}},
-            "compare": {"baseline": "bm25", "candidate": "hybrid", "bootstrap": {"replicates": 20},
-                        "permutations": 19},
-        },
-        base=root,
-    )
+    job = {
+        "version": 1,
+        "contract": {"k": [3, 10]},
+        "inputs": {"candidates": {"path": paths["candidates"]}, "judgments": {"path": paths["judgments"]}},
+        "attributes": {"path": paths["attributes"], "weight": "weight",
+                       "slices": ["equipment_rarity", "permission_group"]},
+        "outputs": {"per_request": {"path": str(root / "per_request")},
+                    "aggregate": {"path": str(root / "aggregate")},
+                    "run_metadata": {"path": str(root / "run_metadata")},
+                    "comparison": {"path": str(root / "comparison")},
+                    "report_dir": str(root / "reports")},
+        "aggregate": {"min_eligible": 30, "bootstrap": {"replicates": 20}},
+        "compare": {"baseline": "bm25", "candidate": "hybrid", "bootstrap": {"replicates": 20},
+                    "permutations": 19},
+    }
+    config_file = root / "conf" / "job.yaml"
+    config_file.parent.mkdir()
+    config_file.write_text(yaml.safe_dump(job), encoding="utf-8")
+    config = JobConfig.from_yaml(config_file)
     run_id = "2026-11-29"
     stage1 = score_stage(spark, config, run_id)
     spec = AggregateSpec.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
@@ -151,11 +153,11 @@ def built(spark, tmp_path_factory):
     path = build_report(spark, config, run_id)
     rows = [r.asDict() for r in read_run(spark, _output(config, "aggregate"), run_id)
             .filter("slice_dimension = 'overall'").collect()]
-    return path, rows
+    return path, rows, config_file
 
 
 def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
-    path, rows = built
+    path, rows, _ = built
     page = path.read_text(encoding="utf-8")
     assert path.name == "report.html" and path.parent.name == "2026-11-29"
     assert len(rows) == 4  # 2 systems x 2 K
@@ -165,6 +167,15 @@ def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
     assert "equipment_rarity" in page and "unjudged candidates in the top K" in page
     assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
     assert not re.search(r"https?://", page)
+
+
+def test_cli_report_rewrites_the_page(built, capsys):
+    from ndcg_spark.cli import main
+
+    path, _, config_file = built
+    path.unlink()
+    assert main(["report", "--config", str(config_file), "--run-id", "2026-11-29"]) == 0
+    assert path.is_file() and f"report -> {path}" in capsys.readouterr().out
 
 
 # -------------------------------------------------------------------------------- browser
@@ -186,7 +197,7 @@ def test_page_in_headless_chromium_shows_the_aggregate_numbers(built, tmp_path):
     binary = _chromium()
     if binary is None:
         pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
-    path, rows = built
+    path, rows, _ = built
     url = path.resolve().as_uri()
     shot = tmp_path / "report.png"
     args = _chromium_args(binary, tmp_path / "profile")
