@@ -215,6 +215,7 @@ def collect_report_data(spark: SparkSession, config: JobConfig, run_id: str) -> 
     hist = _rows(histograms(read_run(spark, config.per_request, run_id), spec.bins))
     return {
         "run_id": run_id,
+        "run_status": _run_status(spark, config, run_id),
         "bins": spec.bins,
         "chart_k": spec.k,
         "aggregates": aggregates,
@@ -226,6 +227,18 @@ def collect_report_data(spark: SparkSession, config: JobConfig, run_id: str) -> 
         "config_file": config.source_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
+
+
+def _run_status(spark: SparkSession, config: JobConfig, run_id: str) -> str | None:
+    """The run's publication status (:mod:`ndcg_spark.publish`): ``complete``, ``running`` or None."""
+    from ndcg_spark.io import read_run
+    from ndcg_spark.publish import run_status_target
+
+    target = run_status_target(config)
+    if not _exists(spark, target):
+        return None
+    rows = read_run(spark, target, run_id).select("status").collect()
+    return rows[0]["status"] if rows else None
 
 
 def report_dir(config: JobConfig) -> Path:
@@ -731,7 +744,8 @@ def render_html(data: Mapping[str, Any]) -> str:
 
     ``data`` (as :func:`collect_report_data` returns it): ``run_id``; ``aggregates``, ``audit``,
     ``comparisons`` (rows of those tables as dicts); ``histograms`` (rows of :func:`histograms`);
-    ``metadata`` (the run-metadata row or None); optional ``bins``, ``chart_k``,
+    ``metadata`` (the run-metadata row or None); optional ``run_status`` (a notice unless
+    ``complete``; leave the key out when unknown), ``bins``, ``chart_k``,
     ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections are left out.
     """
     run_id = data.get("run_id")
@@ -745,6 +759,12 @@ def render_html(data: Mapping[str, Any]) -> str:
     nav = [("overall", "Overall"), ("slices", "Slices"), ("distributions", "Distributions"),
            ("contract", "Contract & accounting")] if aggs else [("contract", "Contract & accounting")]
     body.append("<p>" + " · ".join(f"<a href='#{a}'>{_e(t)}</a>" for a, t in nav) + "</p>")
+    if "run_status" in data and data.get("run_status") != "complete":
+        status = data.get("run_status")
+        body.append("<div class='notice' role='alert'><h3>⚠ This run is not published</h3><p>Its run-status row "
+                    + (f"says <b>{_e(status)}</b>" if status else "is missing")
+                    + ": the run was still being written, failed before it was published, or its stages were "
+                    "run by hand. Its tables may be partial; nightly readers do not see it.</p></div>")
     if aggs:
         body += _section_overall(aggs)
     body += _section_comparisons(data)

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,8 @@ def test_render_tolerates_missing_sections():
     page = render_html({"run_id": "r1", "aggregates": [], "audit": [], "histograms": [], "comparisons": [],
                         "metadata": None, "contract_from_config": {"k": [3]}})
     assert "No row counts recorded" in page and "run r1" in page
+    assert "This run is not published" not in page  # status unknown: no claim either way
+    assert "This run is not published" in render_html({"run_id": "r1", "run_status": "running"})
 
 
 # ------------------------------------------------------------------------------ end to end
@@ -117,6 +120,7 @@ def built(spark, tmp_path_factory):
     from ndcg_spark.config import JobConfig
     from ndcg_spark.io import read_run, write_run_partitioned
     from ndcg_spark.pipeline import compare_stage, score_stage
+    from ndcg_spark.publish import publishing
     from ndcg_spark.report import _output, build_report
     from ndcg_spark.sample_data import write_sample
 
@@ -142,15 +146,24 @@ def built(spark, tmp_path_factory):
     config_file.write_text(yaml.safe_dump(job), encoding="utf-8")
     config = JobConfig.from_yaml(config_file)
     run_id = "2026-11-29"
-    stage1 = score_stage(spark, config, run_id)
-    spec = AggregateSpec.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
-    aggs = aggregate(read_run(spark, config.per_request, run_id), spec)
-    write_run_partitioned(aggs, _output(config, "aggregate"))
-    meta = run_metadata(spark, run_id, contract=config.contract.resolve(["position"]), spec=spec,
-                        row_counts={"per_request": stage1.rows_written})
-    write_run_partitioned(meta, _output(config, "run_metadata"))
-    compare_stage(spark, config, run_id)
+    timings = {}
+    with publishing(spark, config, run_id):
+        started = time.perf_counter()
+        stage1 = score_stage(spark, config, run_id)
+        timings["score"] = time.perf_counter() - started
+        spec = AggregateSpec.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
+        aggs = aggregate(read_run(spark, config.per_request, run_id), spec)
+        write_run_partitioned(aggs, _output(config, "aggregate"))
+        meta = run_metadata(spark, run_id, contract=config.contract.resolve(["position"]), spec=spec,
+                            row_counts={"per_request": stage1.rows_written})
+        write_run_partitioned(meta, _output(config, "run_metadata"))
+        timings["aggregate"] = time.perf_counter() - started - timings["score"]
+        compare_stage(spark, config, run_id)
+        timings["compare"] = time.perf_counter() - started - timings["score"] - timings["aggregate"]
+    started = time.perf_counter()
     path = build_report(spark, config, run_id)
+    timings["report"] = time.perf_counter() - started
+    print("stage seconds:", {k: round(v, 1) for k, v in timings.items()})
     rows = [r.asDict() for r in read_run(spark, _output(config, "aggregate"), run_id)
             .filter("slice_dimension = 'overall'").collect()]
     return path, rows, config_file
@@ -167,6 +180,7 @@ def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
     assert "equipment_rarity" in page and "unjudged candidates in the top K" in page
     assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
     assert not re.search(r"https?://", page)
+    assert "This run is not published" not in page  # published: no warning
 
 
 def test_cli_report_rewrites_the_page(built, capsys):
