@@ -78,6 +78,11 @@ def fmt_interval(lo: Any, hi: Any, fmt=fmt_mean) -> str:
     return "" if lo is None or hi is None else f"[{fmt(lo)}, {fmt(hi)}]"
 
 
+def _flag(value: Any) -> bool:
+    """A boolean column value (a CSV table reads it back as the string ``"true"``)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -511,7 +516,7 @@ def _section_slices(data: Mapping[str, Any]) -> list[str]:
                            f"enough eligible requests to rank ({_e(a.get('n_slices_ranked'))} of "
                            f"{_e(a.get('n_slices'))}).</div>")
                 continue
-            below = a.get("ci_below_overall")
+            below = _flag(a.get("ci_below_overall"))
             out.append(
                 f"<div class='callout'>Worst slice of <b>{_e(dim)}</b> for <b>{_e(a.get('system'))}</b> "
                 f"@{_e(a.get('k'))}: <b>{_e(a.get('worst_slice_value'))}</b> — "
@@ -534,7 +539,7 @@ def _section_slices(data: Mapping[str, Any]) -> list[str]:
                           and a.get("system") == system and a.get("pool_version") == pool and a.get("k") == k), None)
             items = []
             for r in sorted(rows, key=lambda r: _sort_key(r, "slice_value")):
-                small = bool(r.get("below_min_eligible"))
+                small = _flag(r.get("below_min_eligible"))
                 style = "worst" if (worst is not None and r.get("slice_value") == worst and not small) else (
                     "small" if small else None)
                 items.append({"label": f"{r.get('slice_value')}" + (" (small)" if small else "")
@@ -554,7 +559,7 @@ def _section_slices(data: Mapping[str, Any]) -> list[str]:
                        + _mean_cell(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
                        + _mean_cell(r.get("weighted_ndcg"), r.get("weighted_ci_low"), r.get("weighted_ci_high"))
                        + _td(fmt_count(r.get("n_eligible"))) + _td(fmt_count(r.get("n_empty_ideal")))
-                       + _td(fmt_count(r.get("n_requests"))) + _td("small" if r.get("below_min_eligible") else "")
+                       + _td(fmt_count(r.get("n_requests"))) + _td("small" if _flag(r.get("below_min_eligible")) else "")
                        + "</tr>")
         out.append("</table></details>")
     return out
@@ -610,11 +615,11 @@ def _section_comparisons(data: Mapping[str, Any]) -> list[str]:
                    f"(both sides have an NDCG); {_e(first.get('bootstrap_replicates'))} paired bootstrap replicates, "
                    f"{_e(first.get('permutations'))} sign flips, seed {_e(first.get('seed'))}, tie when |delta| ≤ "
                    f"{_e(first.get('tie_tolerance'))}.</p>")
-        if first.get("pools_differ") or kind == "end_to_end":
+        if _flag(first.get("pools_differ")) or kind == "end_to_end":
             why = ("The two sides ranked <b>different candidate pools</b> "
                    f"({_e(fmt_count(top.get('n_pool_differs')))} shared requests with different candidate sets), so a "
                    "difference can come from what was retrieved as well as from how it was ranked."
-                   if first.get("pools_differ") else "Requested as end-to-end; the two sides ranked the same candidates.")
+                   if _flag(first.get("pools_differ")) else "Requested as end-to-end; the two sides ranked the same candidates.")
             out.append(
                 "<div class='notice' role='alert'><h3>⚠ End-to-end comparison — not a reranker comparison</h3>"
                 f"<p>{why} Both sides' NDCG uses one shared ideal from the judgments.</p>"
@@ -655,9 +660,9 @@ def _section_comparisons(data: Mapping[str, Any]) -> list[str]:
             for dim in dims:
                 srows = sorted((r for r in rows if r.get("slice_dimension") == dim and r.get("k") == k),
                                key=lambda r: _sort_key(r, "slice_value"))
-                items = [{"label": f"{r.get('slice_value')}" + (" (small)" if r.get("below_min_paired") else ""),
+                items = [{"label": f"{r.get('slice_value')}" + (" (small)" if _flag(r.get("below_min_paired")) else ""),
                           "value": r.get("delta_macro"), "lo": r.get("delta_macro_ci_low"),
-                          "hi": r.get("delta_macro_ci_high"), "style": "small" if r.get("below_min_paired") else None,
+                          "hi": r.get("delta_macro_ci_high"), "style": "small" if _flag(r.get("below_min_paired")) else None,
                           "note": f"{fmt_count(r.get('n_paired'))} paired"} for r in srows]
                 out.append(f"<div class='card'><b>{_e(dim)}</b><br>" + interval_chart(
                     items, reference=0.0, reference_label="0", clamp=None, fmt=fmt_delta, width=560) + "</div>")
@@ -672,7 +677,7 @@ def _section_comparisons(data: Mapping[str, Any]) -> list[str]:
                            + _td(r.get("k")) + _td(fmt_count(r.get("n_paired"))) + _delta_cell(r, "macro")
                            + _td(fmt_p(r.get("p_value_macro")))
                            + _td(f"{fmt_count(r.get('wins'))} / {fmt_count(r.get('ties'))} / {fmt_count(r.get('losses'))}")
-                           + _td("small" if r.get("below_min_paired") else "") + "</tr>")
+                           + _td("small" if _flag(r.get("below_min_paired")) else "") + "</tr>")
             out.append("</table></details>")
     return out
 

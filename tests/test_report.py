@@ -104,6 +104,12 @@ def test_render_escapes_hostile_values_and_references_nothing_outside(data):
     assert not re.search(r"<(link|img|iframe|object|embed)\b", page)
 
 
+def test_render_reads_flags_read_back_from_csv_as_strings(data):
+    rows = [dict(r, below_min_eligible=str(r["below_min_eligible"]).lower()) for r in data["aggregates"]]
+    page = render_html(dict(data, aggregates=rows))
+    assert "tiny (small)" in page and "common (small)" not in page
+
+
 def test_render_tolerates_missing_sections():
     page = render_html({"run_id": "r1", "aggregates": [], "audit": [], "histograms": [], "comparisons": [],
                         "metadata": None, "contract_from_config": {"k": [3]}})
