@@ -504,7 +504,8 @@ def _section_slices(data: Mapping[str, Any]) -> list[str]:
            f"<p class='sub'>Per slice dimension, macro NDCG@{_e(k)} of every slice with its interval against the "
            f"overall mean (dashed). <span class='small'>Hollow amber: a small slice</span> (fewer than "
            f"{_e(fmt_count(min_el))} eligible requests: reported, not ranked). <b style='color:{_RED}'>Red</b>: the "
-           "worst ranked slice (the audit). Every K is in the tables.</p>"]
+           "worst ranked slice (the audit); its call-out is red when its whole interval lies below the overall "
+           "mean (a screening flag: the worst of several is low partly by selection). Every K is in the tables.</p>"]
     systems = sorted({(r.get("system"), r.get("pool_version")) for r in aggs}, key=lambda s: tuple(map(str, s)))
     for dim in dims:
         out.append(f"<h3>{_e(dim)}</h3>")
@@ -518,13 +519,14 @@ def _section_slices(data: Mapping[str, Any]) -> list[str]:
                 continue
             below = _flag(a.get("ci_below_overall"))
             out.append(
-                f"<div class='callout'>Worst slice of <b>{_e(dim)}</b> for <b>{_e(a.get('system'))}</b> "
+                f"<div class='{'callout' if below else 'ok'}'>Worst slice of <b>{_e(dim)}</b> for <b>{_e(a.get('system'))}</b> "
                 f"@{_e(a.get('k'))}: <b>{_e(a.get('worst_slice_value'))}</b> — "
                 f"<span class='num'>{_e(fmt_mean(a.get('worst_macro_ndcg')))}</span> "
                 f"<span class='ci'>{_e(fmt_interval(a.get('worst_ci_low'), a.get('worst_ci_high')))}</span>, "
                 f"{_e(fmt_count(a.get('worst_n_eligible')))} eligible; gap {_e(fmt_delta(a.get('gap_to_overall')))} "
                 f"to the overall {_e(fmt_mean(a.get('overall_macro_ndcg')))}"
-                + ("; its whole interval lies below the overall mean." if below else ".")
+                + ("; <b>its whole interval lies below the overall mean</b>." if below
+                   else "; its interval reaches the overall mean (within the noise at this sample size).")
                 + f" ({_e(a.get('n_slices_ranked'))} of {_e(a.get('n_slices'))} slices ranked.)</div>"
             )
         out.append("<div class='grid'>")
