@@ -737,6 +737,14 @@ def _section_contract(data: Mapping[str, Any]) -> list[str]:
     counts = (meta or {}).get("row_counts") or {}
     out.append("<h3>Row accounting</h3>")
     if counts:
+        for name in sorted({key.rsplit(".", 1)[0] for key in counts if key.endswith(".rows_read")}):
+            read, scored, quarantined = (counts.get(f"{name}.{c}") for c in ("rows_read", "rows_scored", "rows_quarantined"))
+            if None in (read, scored, quarantined):
+                continue
+            balanced = int(read) == int(scored) + int(quarantined)
+            out.append(f"<div class='{'ok' if balanced else 'callout'}'>{_e(name)}: {_e(fmt_count(read))} read = "
+                       f"{_e(fmt_count(scored))} scored + {_e(fmt_count(quarantined))} quarantined"
+                       + (" ✓" if balanced else " — <b>does not balance</b>") + "</div>")
         out.append("<table><tr><th class='l'>table / counter</th><th>rows</th></tr>")
         for key in sorted(counts):
             out.append(f"<tr>{_td(key, 'l')}{_td(fmt_count(counts[key]))}</tr>")

@@ -65,7 +65,9 @@ def data():
     }
     meta = {"run_id": "r1", "contract_fingerprint": "f8a3a72347d4e364",
             "contract": '{"empty_ideal":"exclude","gain":"exponential","k":[10],"ties":"doc_id"}',
-            "aggregate_spec": '{"min_eligible":30}', "row_counts": {"per_request": 4000, "candidates.rows_read": 31337},
+            "aggregate_spec": '{"min_eligible":30}', "row_counts": {"per_request": 4000, "candidates.rows_read": 31337,
+                                                                "candidates.rows_scored": 31300,
+                                                                "candidates.rows_quarantined": 37},
             "code_version": "0.1.0", "created_at": "2026-11-29 02:00:00"}
     return {"run_id": "r1", "aggregates": aggs, "audit": audit, "histograms": hist, "comparisons": [comparison],
             "metadata": meta, "bins": 10}
@@ -83,7 +85,8 @@ def test_render_shows_every_overall_number_with_its_denominators(data):
     assert "Worst slice of <b>rarity</b>" in page and fmt_delta(-0.20234) in page
     assert "tiny (small)" in page
     # the contract, pool version, run id and row accounting
-    for text in ("f8a3a72347d4e364", "pool-A", "run r1", "exponential", "candidates.rows_read", "31,337"):
+    for text in ("f8a3a72347d4e364", "pool-A", "run r1", "exponential", "candidates.rows_read", "31,337",
+                 "candidates: 31,337 read = 31,300 scored + 37 quarantined"):
         assert text in page, text
 
 
@@ -122,10 +125,9 @@ def test_render_tolerates_missing_sections():
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
     """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
-    from ndcg_spark.aggregate import AggregateSpec, aggregate, run_metadata
     from ndcg_spark.config import JobConfig
-    from ndcg_spark.io import read_run, write_run_partitioned
-    from ndcg_spark.pipeline import compare_stage, score_stage
+    from ndcg_spark.io import read_run
+    from ndcg_spark.pipeline import aggregate_stage, compare_stage, score_stage
     from ndcg_spark.publish import publishing
     from ndcg_spark.report import _output, build_report
     from ndcg_spark.sample_data import write_sample
@@ -157,12 +159,9 @@ def built(spark, tmp_path_factory):
         started = time.perf_counter()
         stage1 = score_stage(spark, config, run_id)
         timings["score"] = time.perf_counter() - started
-        spec = AggregateSpec.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
-        aggs = aggregate(read_run(spark, config.per_request, run_id), spec)
-        write_run_partitioned(aggs, _output(config, "aggregate"))
-        meta = run_metadata(spark, run_id, contract=config.contract.resolve(["position"]), spec=spec,
-                            row_counts={"per_request": stage1.rows_written})
-        write_run_partitioned(meta, _output(config, "run_metadata"))
+        counts = {f"{i.input}.{name}": getattr(i, name) for i in stage1.accounting.inputs
+                  for name in ("rows_read", "rows_scored", "rows_quarantined")}
+        aggregate_stage(spark, config, run_id, row_counts=counts)
         timings["aggregate"] = time.perf_counter() - started - timings["score"]
         compare_stage(spark, config, run_id)
         timings["compare"] = time.perf_counter() - started - timings["score"] - timings["aggregate"]
@@ -187,6 +186,7 @@ def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
     assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
     assert not re.search(r"https?://", page)
     assert "This run is not published" not in page  # published: no warning
+    assert re.search(r"candidates: [0-9,]+ read = [0-9,]+ scored \+ 0 quarantined", page)
 
 
 def test_cli_report_rewrites_the_page(built, capsys):
