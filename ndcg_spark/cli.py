@@ -26,12 +26,17 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     with_config("score", "stage 1: write the per-request table")
-    with_config("run", "the nightly job: every stage (stage 1 for now)")
+    with_config("run", "the nightly job: stage 1, then stage 2 when outputs.aggregate is set (and the report)")
+    with_config("aggregate", "stage 2: aggregate a scored run (means, intervals, slices, audit, run metadata)")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
+    with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
     sample.add_argument("--seed", type=int, default=7)
+    sample.add_argument(
+        "--dense-pool", action="store_true", help="also a third ranker, dense, over its own candidate pool"
+    )
     sample.add_argument("--debug", action="store_true", help="show the full trace on failure")
     return parser
 
@@ -72,7 +77,7 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
 
         spark = build_session(master="local[*]" if master_from_config else None, app_name="ndcg-spark sample")
         started = time.perf_counter()
-        paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed)
+        paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool)
         print(f"sample data ({args.requests} requests, seed {args.seed}) written in {time.perf_counter() - started:.1f} s:")
         for name, path in paths.items():
             print(f"  {name:<11} {path}")
@@ -89,22 +94,40 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
         shuffle_partitions=config.spark.shuffle_partitions,
         conf=dict(config.spark.conf),
     )
-    if args.command in ("score", "run"):
+    if args.command in ("score", "run", "aggregate"):
         from ndcg_spark.io import read_run
-        from ndcg_spark.pipeline import score_stage, summarize_per_request
+        from ndcg_spark.pipeline import aggregate_stage, score_stage, stage2_summary, summarize_per_request
         from ndcg_spark.publish import publishing
 
+        # stage 2 runs under `aggregate`, and under `run` when the job has an aggregate table
+        stage2 = args.command == "aggregate" or (args.command == "run" and _stage2_configured(config))
+        result = aggregated = None
         with publishing(spark, config, run_id) as status:  # 'running' first, 'complete' written last
-            result = score_stage(spark, config, run_id)
+            if args.command != "aggregate":
+                result = score_stage(spark, config, run_id)
+            if stage2:
+                aggregated = aggregate_stage(spark, config, run_id, row_counts=_stage1_counts(result))
         print(f"run {run_id}: published ({status.describe()} says complete)")
-        print(f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} ({result.seconds:.1f} s)")
-        if result.accounting is not None:
-            print(result.accounting.summary())
-            if result.accounting.rows_quarantined and result.quarantine is not None:
-                print(f"quarantine: {result.accounting.rows_quarantined:,} rows -> {result.quarantine.describe()}")
-        _print_summary(summarize_per_request(read_run(spark, result.target, run_id)))
+        if result is not None:
+            print(f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} ({result.seconds:.1f} s)")
+            if result.accounting is not None:
+                print(result.accounting.summary())
+                if result.accounting.rows_quarantined and result.quarantine is not None:
+                    print(f"quarantine: {result.accounting.rows_quarantined:,} rows -> {result.quarantine.describe()}")
+        if aggregated is None:
+            _print_summary(summarize_per_request(read_run(spark, result.target, run_id)))
+        else:
+            _print_aggregate_summary(aggregated, *stage2_summary(spark, aggregated))
         if args.command == "run":
             _print_report(spark, config, run_id, required=False)
+        return 0
+    if args.command == "compare":
+        from ndcg_spark.comparison import format_comparison
+        from ndcg_spark.pipeline import compare_stage
+
+        compared = compare_stage(spark, config, run_id)
+        print(format_comparison(compared.rows))
+        print(f"comparison table {len(compared.rows)} rows -> {compared.target.describe()} ({compared.seconds:.1f} s)")
         return 0
     if args.command == "report":
         _print_report(spark, config, run_id, required=True)
@@ -122,6 +145,70 @@ def _print_report(spark, config, run_id: str, *, required: bool) -> None:
     started = time.perf_counter()
     path = build_report(spark, config, run_id)
     print(f"report -> {path} ({time.perf_counter() - started:.1f} s); open {path.resolve().as_uri()} in a browser")
+
+
+def _stage2_configured(config) -> bool:
+    return bool((config.section("outputs") or {}).get("aggregate"))
+
+
+def _stage1_counts(result) -> dict[str, int]:
+    """Stage 1's row accounting as flat counters for run metadata (``candidates.rows_read`` …)."""
+    accounting = getattr(result, "accounting", None)
+    if accounting is None:
+        return {}
+    counts = {}
+    for name, numbers in accounting.as_dict().items():
+        for key, value in numbers.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                counts[f"{name}.{key}"] = value
+    return counts
+
+
+def _print_aggregate_summary(result, overall: list[dict], audit: list[dict]) -> None:
+    """The closing lines of stage 2: overall means with intervals and denominators, worst slices."""
+    def mean(value, low, high) -> str:
+        if value is None:
+            return "n/a"
+        interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+        return f"{value:.4f}{interval}"
+
+    counts = ", ".join(f"{k} {v:,}" for k, v in result.row_counts.items() if "." not in k)
+    where = result.target.describe()
+    print(f"run {result.run_id}: aggregate table -> {where} ({counts}; {result.seconds:.1f} s)")
+    for fingerprint in sorted({r["contract_fingerprint"] for r in overall}):
+        print(f"contract {fingerprint}")
+    levels = {r["ci_level"] for r in overall if r.get("ci_level")}
+    level = f"{100 * levels.pop():g}% interval" if len(levels) == 1 else "interval"
+    print(f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG [' + level + ']':>34} "
+          f"{'weighted NDCG [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'all':>8}")
+    for r in overall:
+        print(
+            f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} "
+            f"{mean(r['macro_ndcg'], r['macro_ci_low'], r['macro_ci_high']):>34} "
+            f"{mean(r['weighted_ndcg'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
+            f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {r['n_requests']:>8,}"
+        )
+    if not audit:
+        return
+    top_k = max(r["k"] for r in audit)
+    minimum = next((r["min_eligible"] for r in audit if r.get("min_eligible") is not None), None)
+    print(
+        f"worst slice per dimension at k={top_k} (every K is in the audit table; ranked: slices with >= "
+        f"{minimum} eligible requests; * its interval lies wholly below the overall mean)"
+    )
+    pools = len({r["pool_version"] for r in audit})
+    for r in (r for r in audit if r["k"] == top_k):
+        who = r["system"] if pools == 1 else f"{r['system']}@{r['pool_version']}"
+        if r["worst_macro_ndcg"] is None:
+            print(f"  {who:<10} {r['slice_dimension']:<20} no slice has enough eligible requests "
+                  f"({r['n_slices_ranked']} of {r['n_slices']} ranked)")
+            continue
+        flag = "*" if r["ci_below_overall"] else " "
+        print(
+            f"  {who:<10} {r['slice_dimension']:<20} {str(r['worst_slice_value']):<16} "
+            f"{mean(r['worst_macro_ndcg'], r['worst_ci_low'], r['worst_ci_high']):>34} "
+            f"gap {r['gap_to_overall']:+.4f}{flag} ({r['worst_n_eligible']:,} eligible)"
+        )
 
 
 def _print_summary(rows: list[dict]) -> None:

@@ -165,7 +165,7 @@ class JobConfig:
             default_weight=None if default_weight is None else float(default_weight),
             slices=tuple(validate_identifier(s, f"attributes.slices[{i}]") for i, s in enumerate(slices)),
         )
-        outputs = _mapping(top.get("outputs"), "outputs", {"per_request", "aggregate", "run_metadata", "run_status", "comparison", "quarantine", "report_dir"})
+        outputs = _mapping(top.get("outputs"), "outputs", {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "report_dir"})
         spark = _mapping(top.get("spark"), "spark", {"master", "warehouse_dir", "shuffle_partitions", "conf"})
         conf = _mapping(spark.get("conf"), "spark.conf", set(spark.get("conf") or {}))
         shuffle = spark.get("shuffle_partitions")

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.config import JobConfig, Source
+from ndcg_spark.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.io import clear_run, read_run, read_source, write_run_partitioned
 from ndcg_spark.scoring import Attributes, score_requests
@@ -115,3 +116,164 @@ def summarize_per_request(per_request: DataFrame) -> list[dict]:
         .collect()
     )
     return [r.asDict() for r in rows]
+
+
+@dataclass(frozen=True)
+class AggregateResult:
+    run_id: str
+    #: the aggregate table (``outputs.aggregate``)
+    target: Source
+    #: the audit table (``outputs.audit``), or None when the job does not write one
+    audit: Source | None
+    #: the run-metadata table (``outputs.run_metadata``)
+    run_metadata: Source
+    #: rows per table of this run (and any counters the caller passed on), as in run metadata
+    row_counts: dict[str, int]
+    seconds: float
+
+
+def aggregate_stage(
+    spark: SparkSession, config: JobConfig, run_id: str, *, row_counts: dict[str, int] | None = None
+) -> AggregateResult:
+    """Stage 2: read the per-request table of ``run_id`` -- nothing else -- and write the aggregate
+    table, the audit table (if ``outputs.audit`` is set) and the run's run-metadata row.
+
+    The ``aggregate:`` section and the outputs are validated before Spark is touched. The
+    readable contract in run metadata is the YAML's contract resolved to the fingerprint stamped
+    on the per-request rows; if no resolution matches, the table was scored under another
+    contract and the stage refuses (re-score the run, or aggregate with the YAML it was scored
+    with). ``row_counts`` (e.g. stage 1's ``candidates.rows_read``) are added to the metadata.
+    """
+    import datetime as dt
+    from pathlib import Path
+
+    from ndcg_spark.aggregate import AggregateSpec, aggregate, audit, run_metadata
+    from ndcg_spark.errors import InputError
+
+    spec = AggregateSpec.from_config(config)
+    base = config.section("base")
+    outputs = config.section("outputs") or {}
+    targets = {
+        name: Source.parse(outputs.get(name), f"outputs.{name}", Path(base) if base else None)
+        for name in ("aggregate", "audit", "run_metadata")
+    }
+    for name in ("aggregate", "run_metadata"):
+        if targets[name] is None:
+            raise ContractError(f"outputs.{name}", "is required (a path or a table) to write stage 2")
+    if config.per_request is None:
+        raise ContractError("outputs.per_request", "is required: stage 2 reads the run's per-request table")
+    started = time.perf_counter()
+    created_at = dt.datetime.now(dt.timezone.utc)
+    with spark_errors_as_input_errors("stage 2"):
+        per_request = read_run(spark, config.per_request, run_id)
+        stamped = per_request.groupBy("contract_fingerprint").count().orderBy("contract_fingerprint").collect()
+        if not stamped:
+            raise InputError(
+                f"stage 2: run {run_id!r} has no rows in the per-request table ({config.per_request.describe()}); "
+                "score it first (ndcg-spark score|run --run-id …)"
+            )
+        if len(stamped) > 1:
+            raise InputError(
+                f"stage 2: run {run_id!r} mixes contracts {', '.join(r[0] for r in stamped)} in the per-request "
+                "table; re-score the run so that one contract produced it"
+            )
+        contract = resolved_contract(config.contract, stamped[0][0])
+        write_run_partitioned(aggregate(per_request, spec, created_at=created_at), targets["aggregate"])
+        written = read_run(spark, targets["aggregate"], run_id)
+        counts = {"per_request": int(stamped[0][1]), "aggregate": written.count()}
+        if targets["audit"] is not None:
+            write_run_partitioned(audit(written), targets["audit"])
+            counts["audit"] = read_run(spark, targets["audit"], run_id).count()
+        counts.update(row_counts or {})
+        meta = run_metadata(spark, run_id, contract=contract, spec=spec, row_counts=counts, created_at=created_at)
+        write_run_partitioned(meta.coalesce(1), targets["run_metadata"])
+    return AggregateResult(
+        run_id,
+        targets["aggregate"],
+        targets["audit"],
+        targets["run_metadata"],
+        counts,
+        time.perf_counter() - started,
+    )
+
+
+def resolved_contract(contract: Contract, fingerprint: str) -> Contract:
+    """The resolution of ``contract`` (``order: auto`` -> position or score) whose fingerprint is
+    ``fingerprint``; a :class:`~ndcg_spark.errors.ContractError` when none is."""
+    from dataclasses import replace
+
+    options = [contract] if contract.order != "auto" else [replace(contract, order=o) for o in ("position", "score")]
+    for option in options:
+        if option.fingerprint == fingerprint:
+            return option
+    raise ContractError(
+        "contract",
+        f"the per-request table was scored under contract {fingerprint}, but this YAML's contract resolves to "
+        f"{' or '.join(o.fingerprint for o in options)}; re-score the run, or aggregate it with the YAML it was "
+        "scored with",
+    )
+
+
+def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[dict], list[dict]]:
+    """The overall rows of the written aggregate table and the audit rows (recomputed from the
+    aggregate table when no audit table is written), for the CLI's closing lines."""
+    from ndcg_spark.aggregate import OVERALL, audit
+
+    aggregates = read_run(spark, result.target, result.run_id)
+    overall = aggregates.filter(F.col("slice_dimension") == OVERALL).orderBy("system", "pool_version", "k").collect()
+    audited = read_run(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
+    worst = audited.orderBy("system", "pool_version", "k", "slice_dimension").collect()
+    return [r.asDict() for r in overall], [r.asDict() for r in worst]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    run_id: str
+    target: Source
+    #: the comparison table of this run (one row per slice x K: small)
+    rows: list[dict]
+    seconds: float
+
+
+def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> CompareResult:
+    """Compare two rankers of run ``run_id``: read its per-request table (published runs only) and,
+    for the pool guard, the run's candidates and judgments; write the comparison table
+    (``outputs.comparison``).
+
+    The ``compare:`` section is validated before Spark is touched. The candidates and judgments
+    are re-read from ``inputs``; rows of requests that stage 1 set aside never meet the
+    per-request table, and :func:`~ndcg_spark.comparison.compare` fails if the pool summary does not
+    match it (e.g. the inputs changed since the run).
+    """
+    from pathlib import Path
+
+    from ndcg_spark.comparison import CompareSpec, compare, pool_summary
+    from ndcg_spark.errors import InputError
+    from ndcg_spark.publish import read_published, run_status_target
+
+    spec = CompareSpec.from_dict(config.section("compare"))
+    base = config.section("base")
+    target = Source.parse(
+        (config.section("outputs") or {}).get("comparison"), "outputs.comparison", Path(base) if base else None
+    )
+    if target is None:
+        raise ContractError("outputs.comparison", "is required (a path or a table) to write the comparison")
+    if config.per_request is None:
+        raise ContractError("outputs.per_request", "is required: the comparison reads the run's per-request table")
+    started = time.perf_counter()
+    with spark_errors_as_input_errors("compare"):
+        per_request = read_published(spark, config.per_request, run_status_target(config), run_id)
+        if not per_request.limit(1).collect():
+            raise InputError(
+                f"compare: run {run_id!r} has no published rows in the per-request table "
+                f"({config.per_request.describe()}); score it first (ndcg-spark score|run --run-id …)"
+            )
+        candidates = read_source(spark, config.candidates, "inputs.candidates")
+        judgments = read_source(spark, config.judgments, "inputs.judgments") if config.judgments else None
+        pools = pool_summary(
+            candidates, judgments, config.contract, system=config.system, pool_version=config.pool_version
+        )
+        result = compare(per_request, pools, spec)
+        write_run_partitioned(result, target, partition_by=("run_id", "baseline", "candidate"))
+    rows = [r.asDict() for r in result.collect()]
+    return CompareResult(run_id, target, rows, time.perf_counter() - started)

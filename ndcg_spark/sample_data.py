@@ -54,13 +54,26 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-__all__ = ["POOL_VERSION", "REQUEST_TYPES", "RequestType", "SampleData", "generate", "write_sample"]
+__all__ = [
+    "DENSE_POOL_VERSION",
+    "DENSE_SYSTEM",
+    "POOL_VERSION",
+    "REQUEST_TYPES",
+    "RequestType",
+    "SampleData",
+    "generate",
+    "write_sample",
+]
 
 POOL_VERSION = "pool-2026-11-28"
 """The ``pool_version`` stamped on every generated candidate row."""
 
 SYSTEMS = ("bm25", "hybrid")
 """The two rankers; each is also the name of its score column inside the generator."""
+
+DENSE_SYSTEM = "dense"
+DENSE_POOL_VERSION = "pool-2026-11-28-dense"
+"""The optional third ranker (``generate(..., dense_pool=True)``) and its own candidate pool."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,8 @@ _RETRIEVAL_MISS_SHARE = 0.03  # requests whose only positives were not retrieved
 _SINGLE_CANDIDATE_SHARE = 0.02
 _MIN_CANDIDATES, _MAX_CANDIDATES = 5, 30
 _UNRETRIEVED_SHARE = 0.25  # requests with 1..3 judged documents outside the candidate pool
+_DENSE_DROP_SHARE = 0.25  # of the shared pool's candidates (all but the first), not retrieved by dense
+_DENSE_FIND_SHARE = 0.7  # of the judged documents outside the shared pool, retrieved by dense
 _DOCS_PER_TYPE = 100_000  # doc numbers per request type; 7919 is coprime with it
 _DOC_STRIDE = 7919
 _U53 = float(1 << 53)
@@ -381,12 +396,44 @@ def _candidates(pool: DataFrame, seed: int) -> DataFrame:
     )
 
 
+def _dense_candidates(pool: DataFrame, seed: int) -> DataFrame:
+    """The optional third system: a dense retriever with its *own* candidate pool, ranked by itself.
+
+    Its pool keeps each shared-pool candidate but the first with probability 1 - 25% and finds
+    each judged document outside the shared pool with probability 70%, so its candidate sets
+    differ from bm25's and hybrid's (and its candidate recall too).
+    """
+    in_pool = (
+        f"CASE WHEN retrieved THEN i = 1 OR {_unit(seed, 'dense.keep', 'rid', 'i')} >= {_num(_DENSE_DROP_SHARE)}"
+        f" ELSE {_unit(seed, 'dense.find', 'rid', 'i')} < {_num(_DENSE_FIND_SHARE)} END"
+    )
+    score = (
+        "round(1.0D / (1.0D + exp(-(-1.0D + 0.7D * ease * grade"
+        f" + 0.9D * {_normal(seed, 'noise.dense', 'rid', 'i')}))), 4)"
+    )
+    ranked = Window.partitionBy("request_id").orderBy(F.col("score").desc(), F.col("doc_id").asc())
+    return (
+        pool.filter(F.expr(in_pool))
+        .select("request_id", "doc_id", F.expr(score).alias("score"))
+        .withColumn("position", F.row_number().over(ranked).cast("int"))
+        .select(
+            "request_id",
+            "doc_id",
+            F.lit(DENSE_SYSTEM).alias("system"),
+            "position",
+            F.col("score").cast("double"),
+            F.lit(DENSE_POOL_VERSION).alias("pool_version"),
+        )
+    )
+
+
 def generate(
     spark: SparkSession,
     n_requests: int = 20_000,
     seed: int = 7,
     *,
     num_partitions: int | None = None,
+    dense_pool: bool = False,
 ) -> SampleData:
     """Generate maintenance-search sample data: candidates of two systems, judgments, attributes.
 
@@ -397,6 +444,10 @@ def generate(
     seed : the data is a pure function of ``(n_requests, seed)``.
     num_partitions : partitions of the underlying ``spark.range``; changes the layout only,
         never the rows (``None``: Spark's default parallelism).
+    dense_pool : also rank a third system, ``dense``, over its *own* candidate pool (pool version
+        :data:`DENSE_POOL_VERSION`: some shared candidates dropped, some judged documents outside
+        the shared pool found), to demonstrate the comparison's pool guard. ``False`` (default)
+        leaves the output exactly as without it.
 
     Returns
     -------
@@ -458,7 +509,10 @@ def generate(
         "request_id", "request_type", "weight", "equipment_rarity", "doc_age_bucket", "permission_group"
     )
     judgments = pool.filter(F.col("judged")).select("request_id", "doc_id", F.col("grade").cast("double"))
-    return SampleData(candidates=_candidates(pool, seed), judgments=judgments, attributes=attributes)
+    candidates = _candidates(pool, seed)
+    if dense_pool:
+        candidates = candidates.unionByName(_dense_candidates(pool, seed))
+    return SampleData(candidates=candidates, judgments=judgments, attributes=attributes)
 
 
 def write_sample(
@@ -466,6 +520,8 @@ def write_sample(
     out_dir: str | Path,
     n_requests: int = 20_000,
     seed: int = 7,
+    *,
+    dense_pool: bool = False,
 ) -> dict[str, str]:
     """Generate sample data and write it as Parquet folders ``candidates/``, ``judgments/``, ``attributes/``.
 
@@ -476,7 +532,7 @@ def write_sample(
     ----------
     spark : the session.
     out_dir : folder to write under (created if missing).
-    n_requests, seed : as for :func:`generate`.
+    n_requests, seed, dense_pool : as for :func:`generate`.
 
     Returns
     -------
@@ -496,7 +552,7 @@ def write_sample(
     """
     root = Path(out_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    data = generate(spark, n_requests=n_requests, seed=seed)
+    data = generate(spark, n_requests=n_requests, seed=seed, dense_pool=dense_pool)
     paths: dict[str, str] = {}
     for name, df in (("candidates", data.candidates), ("judgments", data.judgments), ("attributes", data.attributes)):
         path = str(root / name)

@@ -163,6 +163,7 @@ QUARANTINE_COLUMNS = (
     "contract_fingerprint",
 )
 
+_QUARANTINE_SCHEMA = ", ".join(f"{c} string" for c in QUARANTINE_COLUMNS)
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
 _INF = float("inf")
@@ -330,8 +331,8 @@ class ValidatedInputs:
 
     ``candidates``, ``judgments`` and ``attributes.table`` hold the rows to score (original columns;
     a numeric column that arrived as strings is parsed to double). ``quarantine`` holds the
-    quarantined rows in the :data:`QUARANTINE_COLUMNS` shape (``None`` when no rule is handled by
-    quarantine). ``contract`` is resolved (``order`` is ``position`` or ``score``). Call
+    quarantined rows in the :data:`QUARANTINE_COLUMNS` shape (empty when nothing was set aside,
+    ``None`` when no rule is handled by quarantine). ``contract`` is resolved (``order`` is ``position`` or ``score``). Call
     :meth:`unpersist` once the outputs are written.
     """
 
@@ -474,68 +475,61 @@ def validate_inputs(
 
     Notes
     -----
-    One aggregation job counts every rule on every input (a union of the three flagged inputs).
-    With every rule ``error`` nothing is cached: after the check the inputs are returned as read
-    (numeric strings parsed, identical duplicate judgments merged). With a ``quarantine`` rule the
-    flagged inputs are persisted once and reused by scoring and by the quarantine write.
+    A count-only detector runs first: two jobs of hash aggregations (rows per request list, per
+    judged pair, per input; then each list's sorted doc ids and positions — only once no list is
+    longer than the skew guard, so no oversized list is ever collected). On clean input that is
+    all: nothing is cached and the inputs are returned as read (numeric strings parsed, identical
+    duplicate judgments merged). When a rule is broken, every row is flagged (windows by request):
+    for an ``error`` rule to name counts and example rows; for ``quarantine`` the flagged inputs are
+    persisted once and reused by scoring and by the quarantine write (call
+    :meth:`ValidatedInputs.unpersist` after writing).
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     spec = spec or ValidationSpec()
     attributes = attributes or Attributes()
-    quarantining = spec.quarantines
 
-    cand = _Table(candidates, "candidates")
-    judg = _Table(judgments, "judgments") if judgments is not None else None
-    attr = _Table(attributes.table, "attributes") if attributes.table is not None else None
+    rows = _rows(candidates, judgments, contract, attributes, system, pool_version)
+    cand, judg, attr = (rows[name][0] if name in rows else None for name in INPUTS)
 
-    j_flagged = _flag_judgments(judg, contract) if judg is not None else None
-    a_flagged = _flag_attributes(attr, contract, attributes) if attr is not None else None
-    requests = None
-    if quarantining:
-        # A judgment or attribute row breaking a rule takes its whole request out of every input.
-        bad = [
-            f.filter(F.col("__v_rid").isNotNull() & F.col("__v_first").isNotNull()).select("__v_rid", "__v_first")
-            for f in (j_flagged, a_flagged)
-            if f is not None
-        ]
-        if bad:
-            requests = bad[0] if len(bad) == 1 else bad[0].unionByName(bad[1])
-            requests = requests.groupBy("__v_rid").agg(F.min("__v_first").alias("__v_req_first"))
-    c_flagged = _flag_candidates(
-        cand, judg is None, contract, spec, attributes, attr is None, system, pool_version, requests, quarantining
-    )
-    c_flagged = _mark(c_flagged, None)
-    j_flagged = _mark(j_flagged, requests) if j_flagged is not None else None
-    a_flagged = _mark(a_flagged, requests) if a_flagged is not None else None
-
-    flagged = {"candidates": (cand, c_flagged), "judgments": (judg, j_flagged), "attributes": (attr, a_flagged)}
-    flagged = {k: v for k, v in flagged.items() if v[0] is not None}
+    # A count-only detector (hash aggregations: no windows, nothing cached) looks first. Clean input
+    # costs only that; the rows are flagged one by one only to describe a failure or to quarantine.
+    counts = _detect(rows, contract, spec)
+    _raise_on_empty(counts, rows)
+    broken = {rule for (_, kind, rule), (n, _) in counts.items() if kind == "rule" and n}
     cached: list[DataFrame] = []
-    if quarantining:
+    flagged = rows
+    quarantining = bool(broken)
+    if broken and any(spec.handling(rule) == "error" for rule in broken):
+        _raise_on_errors(_count(_flag_all(rows, contract, spec, quarantining=False)), spec)
+        _raise_on_errors(counts, spec)  # only if the detector and the row flags ever disagreed
+    if not quarantining:
+        accounting = _accounting(counts, rows)
+    else:
+        flagged = _flag_all(rows, contract, spec, quarantining=True)
         for name, (table, df) in flagged.items():
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(df)
             flagged[name] = (table, df)
-
-    try:
-        counts = _count(flagged)
-        accounting = _accounting(counts, flagged)
-        _raise_on_errors(counts, flagged, spec, attributes)
-        _raise_on_share(accounting, counts, spec)
-    except BaseException:
-        for df in cached:
-            df.unpersist()
-        raise
+        try:
+            counts = _count(flagged)
+            accounting = _accounting(counts, flagged)
+            _raise_on_errors(counts, spec)
+            _raise_on_share(accounting, counts, spec)
+        except BaseException:
+            for df in cached:
+                df.unpersist()
+            raise
 
     # ------------------------------------------------------------------ the rows to score
     def passed(name: str, columns: list[str] | None = None) -> DataFrame:
         table, df = flagged[name]
         merge = name == "judgments" and accounting["judgments"].duplicates_merged > 0
-        if not quarantining and not merge:
-            # Nothing was set aside: the rows as read (no flags computed again), numeric strings parsed.
-            return table.output(table.df.select("*", *[_parsed_value(c).alias(i) for c, i in table.parsed.items()]), columns)
-        if quarantining:
-            df = df.filter(~F.col("__v_q"))
+        if not quarantining:
+            # Nothing was set aside: the rows as read (no flags computed again), numeric strings parsed;
+            # identical duplicate judgments (same request, doc and grade) merged into one.
+            out = table.output(table.df.select("*", *[_parsed_value(c).alias(i) for c, i in table.parsed.items()]), columns)
+            return out.distinct() if merge else out
+        df = df.filter(~F.col("__v_q"))
         if merge:
             df = df.filter(~F.col("__v_dup"))
         return table.output(df, columns)
@@ -555,21 +549,166 @@ def validate_inputs(
         quarantine = parts[0]
         for part in parts[1:]:
             quarantine = quarantine.unionByName(part)
+    elif spec.quarantines:
+        quarantine = candidates.sparkSession.createDataFrame([], _QUARANTINE_SCHEMA)
     return ValidatedInputs(out_candidates, out_judgments, out_attributes, quarantine, accounting, contract, tuple(cached))
 
 
-def _flag_candidates(
+def _rows(
+    candidates: DataFrame,
+    judgments: DataFrame | None,
+    contract: Contract,
+    attributes: Attributes,
+    system: str | None,
+    pool_version: str | None,
+) -> dict[str, tuple[_Table, DataFrame]]:
+    """Each given input with its schema checked and its row rules flagged (``contract`` resolved)."""
+    cand = _Table(candidates, "candidates")
+    judg = _Table(judgments, "judgments") if judgments is not None else None
+    attr = _Table(attributes.table, "attributes") if attributes.table is not None else None
+    rows = {"candidates": (cand, _candidate_rows(cand, judg is None, contract, attributes, attr is None, system, pool_version))}
+    if judg is not None:
+        rows["judgments"] = (judg, _judgment_rows(judg, contract))
+    if attr is not None:
+        rows["attributes"] = (attr, _attribute_rows(attr, contract, attributes))
+    return rows
+
+
+def _flag_all(
+    rows: dict[str, tuple[_Table, DataFrame]], contract: Contract, spec: ValidationSpec, *, quarantining: bool
+) -> dict[str, tuple[_Table, DataFrame]]:
+    """Every row with every rule it breaks (``__v_rules``) and, with quarantine, why it goes (``__v_q``)."""
+    j_flagged = _judgment_groups(rows["judgments"][1]) if "judgments" in rows else None
+    a_flagged = rows["attributes"][1] if "attributes" in rows else None
+    requests = None
+    if quarantining:
+        # A judgment or attribute row breaking a rule takes its whole request out of every input.
+        bad = [
+            f.filter(F.col("__v_rid").isNotNull() & F.col("__v_first").isNotNull()).select("__v_rid", "__v_first")
+            for f in (j_flagged, a_flagged)
+            if f is not None
+        ]
+        if bad:
+            requests = bad[0] if len(bad) == 1 else bad[0].unionByName(bad[1])
+            requests = requests.groupBy("__v_rid").agg(F.min("__v_first").alias("__v_req_first"))
+    out = {"candidates": (rows["candidates"][0], _mark(_candidate_groups(rows["candidates"][1], contract, spec, requests, quarantining), None))}
+    if j_flagged is not None:
+        out["judgments"] = (rows["judgments"][0], _mark(j_flagged, requests))
+    if a_flagged is not None:
+        out["attributes"] = (rows["attributes"][0], _mark(a_flagged, requests))
+    return out
+
+
+def _rows_in_repeats(sorted_values: Column) -> Column:
+    """How many elements of a sorted array equal a neighbour (belong to a value present twice or more)."""
+
+    def repeated(x: Column, i: Column) -> Column:
+        before = (i > 0) & (x == F.try_element_at(sorted_values, F.greatest(i, F.lit(1))))
+        after = x == F.try_element_at(sorted_values, i + 2)
+        return F.coalesce(before, F.lit(False)) | F.coalesce(after, F.lit(False))
+
+    return F.size(F.filter(sorted_values, repeated))
+
+
+def _detect(
+    rows: dict[str, tuple[_Table, DataFrame]], contract: Contract, spec: ValidationSpec
+) -> dict[tuple[str, str, str | None], tuple[int, None]]:
+    """Count every rule's rows with hash aggregations only (no windows, no examples): the fast check
+    of the all-``error`` handling. Same keys as :func:`_count`.
+
+    Job 1 counts rows per request list (the skew guard), per judged (request, doc) and the row rules;
+    job 2 — only when no request list is too long, so no list is ever held whole — collects each
+    list's doc ids and positions to count repeats.
+    """
+
+    def row_rule_sums(df: DataFrame) -> list[tuple[str, Column]]:
+        names = [r.name for r in RULES if f"__v_f_{r.name}" in df.columns and r.scope == "row"]
+        return [(name, F.sum(F.col(f"__v_f_{name}").cast("long"))) for name in names]
+
+    parts: list[DataFrame] = []
+
+    def add(name: str, df: DataFrame, items: list[tuple[str, Column]]) -> None:
+        """One row for ``name``: a map key -> count, the counts aggregated over ``df``."""
+        totals = df.agg(*[F.coalesce(c.cast("long"), F.lit(0).cast("long")).alias(f"c{i}") for i, (_, c) in enumerate(items)])
+        pairs = [x for i, (key, _) in enumerate(items) for x in (F.lit(key), F.col(f"c{i}"))]
+        parts.append(totals.select(F.lit(name).alias("input"), F.create_map(*pairs).alias("m")))
+
+    has_rid = F.col("__v_rid").isNotNull()
+    cap = spec.max_candidates_per_request
+    _, cands = rows["candidates"]
+    lists = cands.groupBy(*_LIST).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in row_rule_sums(cands)])
+    items = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in row_rule_sums(cands)]
+    if cap is not None:
+        items.append(("rule:too_many_candidates", F.sum(F.when(has_rid & (F.col("__v_n") > cap), F.col("__v_n")))))
+    add("candidates", lists, items)
+    if "judgments" in rows:
+        _, judgs = rows["judgments"]
+        pairs = judgs.groupBy(*_PAIR).agg(
+            F.count(F.lit(1)).alias("__v_n"),
+            F.count("__v_grade").alias("__v_n_graded"),
+            F.min("__v_grade").alias("__v_min"),
+            F.max("__v_grade").alias("__v_max"),
+            *[c.alias(n) for n, c in row_rule_sums(judgs)],
+        )
+        n = F.col("__v_n")
+        keyed = F.col("__v_rid").isNotNull() & F.col("__v_did").isNotNull()
+        conflict = keyed & _conflict(n, F.col("__v_n_graded"), F.col("__v_min"), F.col("__v_max"))
+        items = (
+            [("read", F.sum(n)), ("rule:judgment_conflict", F.sum(F.when(conflict, n)))]
+            + [(f"rule:{r}", F.sum(r)) for r, _ in row_rule_sums(judgs)]
+            + [("merged", F.sum(F.when(keyed & ~conflict & (n > 1), n - 1)))]
+        )
+        add("judgments", pairs, items)
+    if "attributes" in rows:
+        _, attrs = rows["attributes"]
+        add("attributes", attrs, [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in row_rule_sums(attrs)])
+
+    counts: dict[tuple[str, str, str | None], tuple[int, None]] = {}
+
+    def collect(dfs: list[DataFrame]) -> None:
+        union = dfs[0]
+        for df in dfs[1:]:
+            union = union.unionByName(df)
+        for row in union.collect():
+            for key, value in row["m"].items():
+                kind, _, rule = key.partition(":")
+                if kind == "rule" and not value:
+                    continue
+                counts[(row["input"], kind, rule or None)] = (int(value), None)
+
+    collect(parts)
+    if counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0:
+        listed = cands.filter(has_rid).groupBy(*_LIST).agg(
+            F.array_sort(F.collect_list("__v_did")).alias("__v_docs"),
+            *(
+                [F.array_sort(F.collect_list(F.when(_valid_position(), F.col("__v_pos")))).alias("__v_positions")]
+                if contract.order == "position"
+                else []
+            ),
+        )
+        items = [("rule:doc_repeated", F.sum(_rows_in_repeats(F.col("__v_docs"))))]
+        if contract.order == "position":
+            items.append(("rule:position_repeated", F.sum(_rows_in_repeats(F.col("__v_positions")))))
+        parts = []
+        add("candidates", listed, items)
+        collect(parts)
+    return counts
+
+
+_LIST = ["__v_sys", "__v_pool", "__v_rid"]  # a request list: one system's candidates for one request
+_PAIR = ["__v_rid", "__v_did"]  # one judged (request, doc)
+
+
+def _candidate_rows(
     table: _Table,
     prejoined: bool,
     contract: Contract,
-    spec: ValidationSpec,
     attributes: Attributes,
     attrs_from_candidates: bool,
     system: str | None,
     pool_version: str | None,
-    requests: DataFrame | None,
-    list_reason: bool,
 ) -> DataFrame:
+    """Candidates with their normalized keys and the row rules each row breaks by itself."""
     cols = contract.columns
     rid = table.identifier(cols.request_id, "request_id")
     did = table.identifier(cols.doc_id, "doc_id")
@@ -600,13 +739,23 @@ def _flag_candidates(
         flags.extend(_attribute_columns(table, attributes))
     for column, internal in table.parsed.items():
         derived[internal] = _parsed_value(column)
-    df = _with_rules(table.df.select("*", *[c.alias(n) for n, c in derived.items()]), flags)
+    return _with_rules(table.df.select("*", *[c.alias(n) for n, c in derived.items()]), flags)
+
+
+def _valid_position() -> Column:
+    return F.col("__v_pos").isNotNull() & ~F.isnan("__v_pos")
+
+
+def _candidate_groups(
+    df: DataFrame, contract: Contract, spec: ValidationSpec, requests: DataFrame | None, list_reason: bool
+) -> DataFrame:
+    """Flag every row of the request rules (windows; used to quarantine rows or describe an error)."""
     if requests is not None:
         # Joined on request id before the windows, whose partitioning by request then reuses the join's.
         df = df.join(requests, "__v_rid", "left")
 
     # Whole-request rules. The first window (by request) fixes the partitioning; the finer ones reuse it.
-    keys = ["__v_sys", "__v_pool", "__v_rid"]
+    keys = _LIST
     has_rid = F.col("__v_rid").isNotNull()
     df = df.withColumn("__v_n", F.count(F.lit(1)).over(Window.partitionBy(*keys)))
     counts = [F.count(F.lit(1)).over(Window.partitionBy(*keys, "__v_did")).alias("__v_n_doc")]
@@ -617,8 +766,7 @@ def _flag_candidates(
         ("doc_repeated", has_rid & F.col("__v_did").isNotNull() & (F.col("__v_n_doc") > 1))
     ]
     if contract.order == "position":
-        valid_pos = F.col("__v_pos").isNotNull() & ~F.isnan("__v_pos")
-        group_flags.append(("position_repeated", has_rid & valid_pos & (F.col("__v_n_pos") > 1)))
+        group_flags.append(("position_repeated", has_rid & _valid_position() & (F.col("__v_n_pos") > 1)))
     if spec.max_candidates_per_request is not None:
         group_flags.append(("too_many_candidates", has_rid & (F.col("__v_n") > F.lit(spec.max_candidates_per_request))))
     df = _with_rules(df, group_flags, append=True)
@@ -630,7 +778,8 @@ def _flag_candidates(
     return df
 
 
-def _flag_judgments(table: _Table, contract: Contract) -> DataFrame:
+def _judgment_rows(table: _Table, contract: Contract) -> DataFrame:
+    """Judgments with their normalized keys and the row rules each row breaks by itself."""
     cols = contract.columns
     rid = table.identifier(cols.request_id, "request_id")
     did = table.identifier(cols.doc_id, "doc_id")
@@ -639,9 +788,17 @@ def _flag_judgments(table: _Table, contract: Contract) -> DataFrame:
     derived = {"__v_rid": F.when(~_blank(rid), rid), "__v_did": F.when(~_blank(did), did), "__v_grade": grade}
     for column, internal in table.parsed.items():
         derived[internal] = _parsed_value(column)
-    df = _with_rules(table.df.select("*", *[c.alias(n) for n, c in derived.items()]), flags)
+    return _with_rules(table.df.select("*", *[c.alias(n) for n, c in derived.items()]), flags)
 
-    pair = Window.partitionBy("__v_rid", "__v_did")
+
+def _conflict(n: Column, n_graded: Column, low: Column, high: Column) -> Column:
+    """Rows of one (request, doc) disagree: different grades, or graded and ungraded rows."""
+    return (n > 1) & ((low != high) | ((n_graded > 0) & (n_graded < n)))
+
+
+def _judgment_groups(df: DataFrame) -> DataFrame:
+    """Flag every row of a conflicting (request, doc) and mark identical duplicates (windows)."""
+    pair = Window.partitionBy(*_PAIR)
     keyed = F.col("__v_rid").isNotNull() & F.col("__v_did").isNotNull()
     df = df.select(
         "*",
@@ -650,15 +807,14 @@ def _flag_judgments(table: _Table, contract: Contract) -> DataFrame:
         F.min("__v_grade").over(pair).alias("__v_min"),
         F.max("__v_grade").over(pair).alias("__v_max"),
     )
-    n, n_graded = F.col("__v_n"), F.col("__v_n_graded")
-    differ = (F.col("__v_min") != F.col("__v_max")) | ((n_graded > 0) & (n_graded < n))
-    df = _with_rules(df, [("judgment_conflict", keyed & (n > 1) & differ)], append=True)
+    conflict = _conflict(F.col("__v_n"), F.col("__v_n_graded"), F.col("__v_min"), F.col("__v_max"))
+    df = _with_rules(df, [("judgment_conflict", keyed & conflict)], append=True)
     # Identical duplicates (same request, doc and grade, no rule broken) are merged into one row.
-    order = Window.partitionBy("__v_rid", "__v_did").orderBy(F.col("__v_grade").asc_nulls_first())
+    order = Window.partitionBy(*_PAIR).orderBy(F.col("__v_grade").asc_nulls_first())
     return df.withColumn("__v_dup", keyed & F.col("__v_first").isNull() & (F.row_number().over(order) > 1))
 
 
-def _flag_attributes(table: _Table, contract: Contract, attributes: Attributes) -> DataFrame:
+def _attribute_rows(table: _Table, contract: Contract, attributes: Attributes) -> DataFrame:
     rid = table.identifier(contract.columns.request_id, "request_id")
     flags = [("request_id_missing", _blank(rid)), *_attribute_columns(table, attributes)]
     derived = {"__v_rid": F.when(~_blank(rid), rid)}
@@ -697,7 +853,8 @@ def _grade_flags(grade: Column, not_numeric: Column, contract: Contract) -> list
 def _with_rules(df: DataFrame, flags: list[tuple[str, Column]], *, append: bool = False) -> DataFrame:
     """Set (or with ``append``, extend) ``__v_rules`` and ``__v_first`` from named boolean flags.
 
-    Each flag is computed once, as a column, then read by both the array and the first-rule index.
+    Each flag is computed once, as a column ``__v_f_<rule>`` (kept: the detector sums it), then read
+    by both the array and the first-rule index.
     """
     if not flags:
         return df
@@ -706,7 +863,7 @@ def _with_rules(df: DataFrame, flags: list[tuple[str, Column]], *, append: bool 
     if append:
         rules = F.concat(F.col("__v_rules"), rules)
         first = F.least(F.col("__v_first"), first)
-    return df.withColumns({"__v_rules": rules, "__v_first": first}).drop(*[f"__v_f_{name}" for name, _ in flags])
+    return df.withColumns({"__v_rules": rules, "__v_first": first})
 
 
 def _mark(df: DataFrame, requests: DataFrame | None) -> DataFrame:
@@ -776,14 +933,17 @@ def _accounting(counts: dict, flagged: dict) -> RowAccounting:
     return RowAccounting(tuple(items))
 
 
-def _raise_on_errors(counts: dict, flagged: dict, spec: ValidationSpec, attributes: Attributes) -> None:
-    for name in flagged:
+def _raise_on_empty(counts: dict, inputs: dict) -> None:
+    for name in inputs:
         if counts.get((name, "read", None), (0, None))[0] == 0:
             raise ValidationError(
                 f"{name}: the input has no rows (rule input_empty); nothing was written. An empty {name} "
                 "table usually means the upstream job that writes it failed.",
                 "input_empty",
             )
+
+
+def _raise_on_errors(counts: dict, spec: ValidationSpec) -> None:
     broken = sorted(
         ((rule, inp, n, example) for (inp, kind, rule), (n, example) in counts.items() if kind == "rule"),
         key=lambda item: (_INDEX[item[0]], INPUTS.index(item[1])),
@@ -792,7 +952,8 @@ def _raise_on_errors(counts: dict, flagged: dict, spec: ValidationSpec, attribut
     if not errors:
         return
     lines = [
-        f"- {rule}: {n:,} {inp} row{'s' if n != 1 else ''} ({_RULES[rule].description}), e.g. {example}"
+        f"- {rule}: {n:,} {inp} row{'s' if n != 1 else ''} ({_RULES[rule].description})"
+        + (f", e.g. {example}" if example else "")
         for rule, inp, n, example in errors
     ]
     first = errors[0][0]

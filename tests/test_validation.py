@@ -327,13 +327,13 @@ def test_spark_analysis_error_is_described(spark):
 
 
 # --------------------------------------------------------------------------- accounting on random dirt
-def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
-    rng = random.Random(20261129)
+def _random_dirty(spark, rng, n_requests, raw=False):
+    """Random requests where every field is sometimes spoiled (null, blank, negative, NaN, repeated)."""
     c, j, a = [], [], []
     def sometimes(clean, *dirty, p=0.04):
         return rng.choice(dirty) if rng.random() < p else clean
 
-    for i in range(300):
+    for i in range(n_requests):
         rid = sometimes(f"r{i}", None, "", " ")
         n = rng.randint(1, 7)
         for system in rng.choice([["s1"], ["s1", "s2"]]):
@@ -351,6 +351,11 @@ def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
     cands = spark.createDataFrame(c, CANDS)
     judgs = spark.createDataFrame(j, JUDGS)
     attrs = Attributes(table=spark.createDataFrame(a, ATTRS), weight="weight")
+    return (cands, judgs, attrs, (c, j, a)) if raw else (cands, judgs, attrs)
+
+
+def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
+    cands, judgs, attrs, (c, j, a) = _random_dirty(spark, random.Random(20261129), 300, raw=True)
     spec = ValidationSpec(default="quarantine", max_quarantined_share=1.0, max_candidates_per_request=5)
     v = validate_inputs(cands, judgs, Contract(k=[1, 3]), spec, attributes=attrs)
     try:
@@ -372,6 +377,32 @@ def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
         assert bad.count() == 0
     finally:
         v.unpersist()
+
+
+def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
+    """Under all-'error' handling a count-only detector (no windows) decides; it must agree with
+    the row-by-row flags (used for quarantine and for the error message) on every rule."""
+    from ndcg_spark import validation as V
+
+    cands, judgs, attrs = _random_dirty(spark, random.Random(7), 150)
+    contract = Contract(k=[3]).resolve(cands.columns)
+    spec = ValidationSpec(max_candidates_per_request=6)
+    rows = V._rows(cands, judgs, contract, attrs, None, None)
+    detected = {key: n for key, (n, _) in V._detect(rows, contract, spec).items() if key[1] != "merged"}
+    flagged = {key: n for key, (n, _) in V._count(V._flag_all(rows, contract, spec, quarantining=False)).items()}
+    flagged = {key: n for key, n in flagged.items() if key[1] in ("read", "rule")}
+    # a list is too long: the detector stops before collecting lists (the row flags then count repeats)
+    repeats = {("candidates", "rule", "doc_repeated"), ("candidates", "rule", "position_repeated")}
+    assert detected == {key: n for key, n in flagged.items() if key not in repeats}
+    assert {key[2] for key in detected if key[1] == "rule"} >= {
+        "request_id_missing", "doc_id_missing", "position_invalid", "grade_negative", "grade_not_finite",
+        "judgment_conflict", "too_many_candidates",
+    }
+    # with no list too long, the second detector job counts repeats too
+    detected = {k: n for k, (n, _) in V._detect(rows, contract, ValidationSpec(max_candidates_per_request=None)).items()}
+    flagged = V._count(V._flag_all(rows, contract, ValidationSpec(max_candidates_per_request=None), quarantining=False))
+    for rule in ("doc_repeated", "position_repeated"):
+        assert detected[("candidates", "rule", rule)] == flagged[("candidates", "rule", rule)][0] > 0
 
 
 # --------------------------------------------------------------------------- seeded fuzz

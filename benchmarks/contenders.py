@@ -1,0 +1,261 @@
+"""The three contenders, each run as ``python benchmarks/contenders.py NAME --data DIR --result FILE``.
+
+Each runs in a fresh process (the runner starts one per contender) so a Spark session, the JIT
+and the OS page cache warmed by one contender's own work do not flatter the next one's. A result
+is a JSON object: wall seconds of Spark start and of the work, peak memory, and the NDCG numbers
+used to check that the contenders computed the same thing.
+
+``ndcg_spark``  the library end to end: stage 1 (:func:`ndcg_spark.score_requests`, four K,
+                weight and three slices from an attributes table) written as Parquet, then
+                stage 2 (:func:`ndcg_spark.aggregate.aggregate`: every slice, bootstrap
+                intervals) read from it and written.
+``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
+                with the grouping it needs: per request, the doc ids in displayed order and the
+                relevant doc ids, both as ``array<double>``.
+``numpy``       one Python process, no Spark: the Parquet read with pyarrow, NDCG@10 with
+                vectorised numpy (one stable argsort per ordering, segment sums with bincount).
+
+``--check`` adds, outside the timed part, the binary-relevance NDCG@10 mean over all requests
+(RankingEvaluator's definition: relevant = grade > 0, gain 1; ideal = the relevant documents;
+a request with none scores 0 and still counts) so the three can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+K = 10
+KS = (1, 3, 5, 10)
+SLICES = ("equipment_rarity", "doc_age_bucket", "permission_group")
+#: RankingEvaluator's relevance: any positive grade is relevant (the data's grades are 0..3).
+BINARY_GAIN = {0: 0.0, 1: 1.0, 2: 1.0, 3: 1.0}
+
+
+def _rss_mib() -> float:
+    """Peak resident set of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class _JvmPeak:
+    """Peak resident set of the driver JVM: its kernel high-water mark (VmHWM), read at the end."""
+
+    def __init__(self, spark) -> None:
+        self.pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+    def mib(self) -> float | None:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+        except OSError:
+            return None
+        return None
+
+
+def _session(shuffle_partitions: int | None, conf: dict[str, str]):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from ndcg_spark.session import build_session
+
+    return build_session(master="local[2]", app_name="ndcg-spark-bench", shuffle_partitions=shuffle_partitions,
+                         conf=conf)
+
+
+# ----------------------------------------------------------------------------------- ndcg-spark
+def run_ndcg_spark(args: argparse.Namespace) -> dict:
+    started = time.perf_counter()
+    spark = _session(args.shuffle_partitions, dict(args.conf))
+    jvm = _JvmPeak(spark)
+    start_s = time.perf_counter() - started
+
+    from pyspark.sql import functions as F
+
+    from ndcg_spark import Attributes, Contract, score_requests
+    from ndcg_spark.aggregate import AggregateSpec, aggregate
+
+    data, out = Path(args.data), Path(args.out)
+    attributes = Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
+
+    t0 = time.perf_counter()
+    candidates = spark.read.parquet(str(data / "candidates"))
+    per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
+                                 pool_version="bench", attributes=attributes)
+    per_request.write.mode("overwrite").parquet(str(out / "per_request"))
+    t1 = time.perf_counter()
+    spec = AggregateSpec(slices=SLICES, replicates=args.replicates, min_eligible=30)
+    aggregates = aggregate(spark.read.parquet(str(out / "per_request")), spec)
+    aggregates.write.mode("overwrite").parquet(str(out / "aggregates"))
+    t2 = time.perf_counter()
+
+    written = spark.read.parquet(str(out / "aggregates"))
+    overall = written.filter((F.col("slice_dimension") == "overall") & (F.col("k") == K)).first()
+    result = {
+        "start_s": start_s,
+        "work_s": t2 - t0,
+        "stage1_s": t1 - t0,
+        "stage2_s": t2 - t1,
+        "ndcg10_mean": overall["macro_ndcg"],
+        "n_requests": overall["n_requests"],
+        "n_empty_ideal": overall["n_empty_ideal"],
+        "aggregate_rows": written.count(),
+        "replicates": args.replicates,
+    }
+    if args.check:
+        binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+        scored = score_requests(spark.read.parquet(str(data / "candidates")), contract=binary)
+        result["binary_ndcg10_mean"] = scored.agg(F.avg("ndcg")).first()[0]
+    result["peak_jvm_mib"] = jvm.mib()
+    result["peak_python_mib"] = _rss_mib()
+    spark.stop()
+    return result
+
+
+# ------------------------------------------------------------------------- RankingEvaluator
+def run_evaluator(args: argparse.Namespace) -> dict:
+    started = time.perf_counter()
+    spark = _session(args.shuffle_partitions, dict(args.conf))
+    jvm = _JvmPeak(spark)
+    start_s = time.perf_counter() - started
+
+    from pyspark.ml.evaluation import RankingEvaluator
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    candidates = spark.read.parquet(str(Path(args.data) / "candidates"))
+    doc = F.col("doc_id").cast("double")
+    grouped = candidates.groupBy("request_id").agg(
+        # the doc ids in displayed order (position, then doc id) ...
+        F.transform(F.array_sort(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))), lambda x: x["doc"])
+        .alias("prediction"),
+        # ... and the relevant ones (collect_list skips the nulls of the others)
+        F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
+    )
+    value = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label").evaluate(
+        grouped
+    )
+    t1 = time.perf_counter()
+    result = {"start_s": start_s, "work_s": t1 - t0, "binary_ndcg10_mean": value}
+    result["peak_jvm_mib"] = jvm.mib()
+    result["peak_python_mib"] = _rss_mib()
+    spark.stop()
+    return result
+
+
+# ------------------------------------------------------------------------------------ numpy
+def _segments(sorted_request_ids):
+    """Segment number of every row and each row's 0-based rank within its segment."""
+    import numpy as np
+
+    n = sorted_request_ids.shape[0]
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    np.not_equal(sorted_request_ids[1:], sorted_request_ids[:-1], out=new[1:])
+    segment = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    rank = np.arange(n) - starts[segment]
+    return segment, rank, starts.shape[0]
+
+
+def _dcg_at_k(segment, rank, gains, n_segments: int, k: int):
+    import numpy as np
+
+    top = rank < k
+    weights = gains[top] / np.log2(rank[top] + 2.0)
+    return np.bincount(segment[top], weights=weights, minlength=n_segments)
+
+
+def numpy_ndcg(request_id, doc_id, position, gains, k: int):
+    """Per-request (DCG@k, IDCG@k) of one flat table; requests in ascending id order.
+
+    Displayed order: position, then doc id; ideal: the request's gains descending. One stable
+    argsort per ordering on a composite 63-bit integer key (request id, position) -- the doc id
+    is needed only where a request repeats a position, and then ``lexsort`` takes all three.
+    """
+    import numpy as np
+
+    rid = request_id.astype(np.int64, copy=False)
+    pos = position.astype(np.int64, copy=False)
+    bits_pos = max(1, int(pos.max()).bit_length())
+    bits_rid = max(1, int(rid.max()).bit_length())
+    shown = None
+    if rid.min() >= 0 and pos.min() >= 0 and bits_rid + bits_pos < 63:
+        key = (rid << bits_pos) | pos
+        shown = np.argsort(key, kind="stable")
+        sorted_key = key[shown]
+        if np.any(sorted_key[1:] == sorted_key[:-1]):
+            shown = None
+        del key, sorted_key
+    if shown is None:
+        shown = np.lexsort((doc_id, pos, rid))
+    segment, rank, n_segments = _segments(rid[shown])
+    dcg = _dcg_at_k(segment, rank, gains[shown], n_segments, k)
+    del shown
+    levels, code = np.unique(gains, return_inverse=True)
+    if len(levels) < 256 and bits_rid < 55:
+        ideal = np.argsort((rid << 8) | (len(levels) - 1 - code), kind="stable")
+    else:
+        ideal = np.lexsort((-gains, rid))
+    idcg = _dcg_at_k(segment, rank, gains[ideal], n_segments, k)
+    return dcg, idcg
+
+
+def run_numpy(args: argparse.Namespace) -> dict:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    t0 = time.perf_counter()
+    table = pq.read_table(str(Path(args.data) / "candidates"), columns=["request_id", "doc_id", "position", "grade"])
+    request_id = table.column("request_id").to_numpy()
+    doc_id = table.column("doc_id").to_numpy()
+    position = table.column("position").to_numpy()
+    grade = table.column("grade").to_numpy(zero_copy_only=False)  # null -> NaN: unjudged
+    del table
+    judged = ~np.isnan(grade)
+    gains = np.where(judged, np.exp2(np.where(judged, grade, 0.0)) - 1.0, 0.0)
+    dcg, idcg = numpy_ndcg(request_id, doc_id, position, gains, K)
+    eligible = idcg > 0
+    mean = float(np.mean(dcg[eligible] / idcg[eligible]))
+    t1 = time.perf_counter()
+    result = {
+        "start_s": 0.0,
+        "work_s": t1 - t0,
+        "ndcg10_mean": mean,
+        "n_requests": int(idcg.shape[0]),
+        "n_empty_ideal": int((~eligible).sum()),
+    }
+    if args.check:
+        binary = np.where(judged & (np.nan_to_num(grade) > 0), 1.0, 0.0)
+        bdcg, bidcg = numpy_ndcg(request_id, doc_id, position, binary, K)
+        per_request = np.divide(bdcg, bidcg, out=np.zeros_like(bdcg), where=bidcg > 0)
+        result["binary_ndcg10_mean"] = float(per_request.mean())
+    result["peak_python_mib"] = _rss_mib()
+    result["peak_jvm_mib"] = None
+    return result
+
+
+CONTENDERS = {"ndcg_spark": run_ndcg_spark, "evaluator": run_evaluator, "numpy": run_numpy}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("contender", choices=sorted(CONTENDERS))
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--replicates", type=int, default=100)
+    parser.add_argument("--shuffle-partitions", type=int, default=None)
+    parser.add_argument("--conf", action="append", type=lambda s: tuple(s.split("=", 1)), default=[])
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    result = CONTENDERS[args.contender](args)
+    result["contender"] = args.contender
+    Path(args.result).write_text(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

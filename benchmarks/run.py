@@ -1,0 +1,198 @@
+"""Benchmark ndcg-spark against Spark's RankingEvaluator and a single-process numpy NDCG@10.
+
+One command generates the data (Parquet, once; reused while its spec matches) and runs the three
+contenders on it, each in a fresh process, then prints wall seconds (Spark start apart from the
+work), rows per second, peak memory and the ratios of ndcg-spark's work time to the others'::
+
+    .venv/bin/python benchmarks/run.py --rows 2000000
+    .venv/bin/python benchmarks/run.py --sizes 2000000,10000000,20000000 --skew 1000000
+
+``--skew N`` adds a case: the first size plus one request with N candidates. ``--check`` also
+computes, outside the timed part, the binary-relevance NDCG@10 each contender gives (the
+definition RankingEvaluator uses) and reports whether the three agree. ``--json FILE`` keeps every
+figure. See BENCHMARKS.md for what is measured and the figures of the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CONTENDERS = ("ndcg_spark", "evaluator", "numpy")
+LABELS = {"ndcg_spark": "(a) ndcg-spark stage 1+2", "evaluator": "(b) RankingEvaluator", "numpy": "(c) numpy"}
+AGREEMENT_TOL = 1e-9
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
+        raise SystemExit(f"benchmark: {what} failed (exit {proc.returncode})")
+
+
+def ensure_data(args: argparse.Namespace, rows: int, skew: int) -> Path:
+    cmd = [sys.executable, str(HERE / "datagen.py"), "--rows", str(rows), "--skew", str(skew),
+           "--candidates-per-request", str(args.candidates_per_request), "--seed", str(args.seed),
+           "--root", str(args.data_dir)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-8000:])
+        raise SystemExit("benchmark: data generation failed")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def run_case(args: argparse.Namespace, rows: int, skew: int) -> dict:
+    """Generate (or reuse) the data of one case and run every contender on it."""
+    data = ensure_data(args, rows, skew)
+    spec = json.loads((data / "spec.json").read_text())
+    total_rows = spec["requests"] * spec["candidates_per_request"] + spec["skew"]
+    case = {"rows": total_rows, "requests": spec["requests"] + (1 if spec["skew"] else 0), "skew": spec["skew"],
+            "data": str(data), "results": {}}
+    for name in args.contenders:
+        out = Path(args.out) / data.name / name
+        out.mkdir(parents=True, exist_ok=True)
+        result_file = out / "result.json"
+        result_file.unlink(missing_ok=True)
+        cmd = [sys.executable, str(HERE / "contenders.py"), name, "--data", str(data), "--out", str(out),
+               "--result", str(result_file), "--replicates", str(args.replicates)]
+        if args.shuffle_partitions:
+            cmd += ["--shuffle-partitions", str(args.shuffle_partitions)]
+        if args.check:
+            cmd.append("--check")
+        load_before = _load()
+        started = time.perf_counter()
+        _run(cmd, f"{name} at {total_rows} rows")
+        result = json.loads(result_file.read_text())
+        result["process_s"] = time.perf_counter() - started
+        result["load_before"], result["load_after"] = load_before, _load()
+        result["rows_per_s"] = total_rows / result["work_s"] if result["work_s"] else None
+        case["results"][name] = result
+        print(f"  {LABELS[name]:<26} {total_rows:>11,} rows  start {result['start_s']:6.1f} s  work "
+              f"{result['work_s']:7.1f} s  (load {load_before})", flush=True)
+    return case
+
+
+def ratios(case: dict) -> dict:
+    r = case["results"]
+    out = {}
+    if "ndcg_spark" in r:
+        a = r["ndcg_spark"]
+        for other, key in (("evaluator", "a/b"), ("numpy", "a/c")):
+            if other in r:
+                out[key] = a["work_s"] / r[other]["work_s"]
+                out[key + " incl. start"] = (a["work_s"] + a["start_s"]) / (r[other]["work_s"] + r[other]["start_s"])
+    return out
+
+
+def agreement(case: dict) -> dict:
+    """Binary NDCG@10 of every contender that computed it, the largest difference, and the
+    exponential NDCG@10 mean of ndcg-spark and numpy (both compute it)."""
+    r = case["results"]
+    binary = {n: r[n]["binary_ndcg10_mean"] for n in r if r[n].get("binary_ndcg10_mean") is not None}
+    out = {"binary_ndcg10_mean": binary}
+    if len(binary) > 1:
+        out["binary_max_diff"] = max(binary.values()) - min(binary.values())
+    if "ndcg_spark" in r and "numpy" in r:
+        out["ndcg10_mean_diff"] = abs(r["ndcg_spark"]["ndcg10_mean"] - r["numpy"]["ndcg10_mean"])
+    return out
+
+
+def _mib(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def report(cases: list[dict]) -> str:
+    lines = ["| rows | contender | Spark start s | work s | rows/s | peak JVM RSS MiB | peak Python RSS MiB | "
+             "NDCG@10 | load (1/5/15 min) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for case in cases:
+        label = f"{case['rows']:,}" + (f" (skew: one request of {case['skew']:,})" if case["skew"] else "")
+        for name, res in case["results"].items():
+            mean = res.get("ndcg10_mean", res.get("binary_ndcg10_mean"))
+            lines.append(
+                f"| {label} | {LABELS[name]} | {res['start_s']:.1f} | {res['work_s']:.1f} | "
+                f"{res['rows_per_s']:,.0f} | {_mib(res.get('peak_jvm_mib'))} | {_mib(res.get('peak_python_mib'))} | "
+                f"{mean:.6f}{' (binary)' if name == 'evaluator' else ''} | {res['load_before']} |"
+            )
+    lines += ["", "| rows | a/b | a/c | a/b incl. start | a/c incl. start | stage 1 s | stage 2 s |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for case in cases:
+        q = case["ratios"]
+        a = case["results"].get("ndcg_spark", {})
+        lines.append(
+            f"| {case['rows']:,}{' skew' if case['skew'] else ''} | {q.get('a/b', float('nan')):.2f} | "
+            f"{q.get('a/c', float('nan')):.2f} | {q.get('a/b incl. start', float('nan')):.2f} | "
+            f"{q.get('a/c incl. start', float('nan')):.2f} | {a.get('stage1_s', float('nan')):.1f} | "
+            f"{a.get('stage2_s', float('nan')):.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000, help="candidate rows (one size)")
+    parser.add_argument("--sizes", default=None, help="comma-separated row counts, e.g. 2000000,10000000,20000000")
+    parser.add_argument("--skew", type=int, default=0,
+                        help="also run the first size plus one request with this many candidates")
+    parser.add_argument("--candidates-per-request", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--replicates", type=int, default=100, help="bootstrap replicates of stage 2")
+    parser.add_argument("--shuffle-partitions", type=int, default=None)
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--data-dir", default=str(ROOT / "data" / "bench"))
+    parser.add_argument("--out", default=str(ROOT / "data" / "bench-out"))
+    parser.add_argument("--check", action="store_true", help="also compare binary NDCG@10 (untimed)")
+    parser.add_argument("--json", default=None, help="write every figure to this file")
+    args = parser.parse_args(argv)
+    args.contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    unknown = set(args.contenders) - set(CONTENDERS)
+    if unknown:
+        parser.error(f"unknown contender(s): {', '.join(sorted(unknown))}")
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")] if args.sizes else [args.rows]
+
+    machine = {"cores": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                                                             / 2**30, 1), "load_at_start": _load(),
+               "python": sys.version.split()[0]}
+    print(f"machine: {machine['cores']} cores, {machine['memory_gib']} GiB, load {machine['load_at_start']}",
+          flush=True)
+    cases = []
+    plan = [(n, 0) for n in sizes] + ([(sizes[0], args.skew)] if args.skew else [])
+    for rows, skew in plan:
+        print(f"case: {rows:,} rows" + (f" + one request of {skew:,} candidates" if skew else ""), flush=True)
+        case = run_case(args, rows, skew)
+        case["ratios"] = ratios(case)
+        case["agreement"] = agreement(case)
+        cases.append(case)
+        if args.check:
+            print(f"  agreement: {case['agreement']}", flush=True)
+    print()
+    print(report(cases))
+    if len(sizes) > 1 and "ndcg_spark" in args.contenders:
+        by_rows = {c["rows"]: c["results"]["ndcg_spark"]["work_s"] for c in cases if not c["skew"]}
+        steps = sorted(by_rows)
+        for small, big in zip(steps, steps[1:]):
+            print(f"ndcg-spark {small:,} -> {big:,} rows: x{by_rows[big] / by_rows[small]:.2f} work time")
+    machine["load_at_end"] = _load()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine, "cases": cases}, indent=2, sort_keys=True))
+    if args.check:
+        bad = [c for c in cases if c["agreement"].get("binary_max_diff", 0.0) > AGREEMENT_TOL
+               or c["agreement"].get("ndcg10_mean_diff", 0.0) > AGREEMENT_TOL]
+        if bad:
+            print("benchmark: the contenders disagree on NDCG@10", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
