@@ -19,7 +19,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -7,7 +7,7 @@ used to check that the contenders computed the same thing.
 
 ``ndcg_spark``  the library end to end: stage 1 (:func:`ndcg_spark.score_requests`, four K,
                 weight and three slices from an attributes table) written as Parquet, then
-                stage 2 (:func:`ndcg_spark.aggregate.aggregate`: every slice, bootstrap
+                stage 2 (:func:`ndcg_spark.aggregate`: every slice, bootstrap
                 intervals) read from it and written.
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
@@ -74,8 +74,7 @@ def run_ndcg_spark(args: argparse.Namespace) -> dict:
 
     from pyspark.sql import functions as F
 
-    from ndcg_spark import Attributes, Contract, score_requests
-    from ndcg_spark.aggregate import AggregateSpec, aggregate
+    from ndcg_spark import AggregateSpec, Attributes, Contract, aggregate, score_requests
 
     data, out = Path(args.data), Path(args.out)
     attributes = Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
@@ -129,7 +128,7 @@ def run_evaluator(args: argparse.Namespace) -> dict:
     doc = F.col("doc_id").cast("double")
     grouped = candidates.groupBy("request_id").agg(
         # the doc ids in displayed order (position, then doc id) ...
-        F.transform(F.array_sort(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))), lambda x: x["doc"])
+        F.transform(F.sort_array(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))), lambda x: x["doc"])
         .alias("prediction"),
         # ... and the relevant ones (collect_list skips the nulls of the others)
         F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
