@@ -11,9 +11,10 @@ Everything is native Spark: nothing per request reaches the driver, and the only
 collect is the list of run x contract x pool x system x K groups (a handful of rows).
 
 Exact and reproducible
-    Sums are taken in ``decimal(38, 18)`` (each term is rounded once, then added exactly), so a
-    mean does not depend on the order Spark happens to add rows in: the same per-request table
-    and the same :class:`AggregateSpec` give bit-identical aggregates, whatever the partitioning.
+    Sums are taken in 64-bit integer fixed point (:class:`_FixedPoint`: each term is rounded
+    once, to 2^-56 of the largest possible term, then added exactly), so a mean does not depend
+    on the order Spark happens to add rows in: the same per-request table and the same
+    :class:`AggregateSpec` give bit-identical aggregates, whatever the partitioning.
     Bootstrap counts are a pure function of ``(seed, replicate, request_id)`` (``xxhash64`` ->
     uniform -> Poisson(1) by inverse CDF), never of ``rand()``.
 
@@ -210,7 +211,9 @@ class AggregateSpec:
             raise ContractError("aggregate.min_eligible", f"must be an integer >= 1, got {self.min_eligible!r}")
         level = self.ci_level
         if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
-            raise ContractError("aggregate.bootstrap.level", f"must be a number strictly between 0 and 1, got {level!r}")
+            raise ContractError(
+                "aggregate.bootstrap.level", f"must be a number strictly between 0 and 1, got {level!r}"
+            )
         object.__setattr__(self, "ci_level", float(level))
         r = self.replicates
         if not _is_int(r) or not (r == 0 or _MIN_REPLICATES <= r <= _MAX_REPLICATES):
@@ -388,9 +391,13 @@ def aggregate(
     * Intervals: percentile intervals of ``spec.replicates`` Poisson-bootstrap replicates of
       each mean (see :func:`poisson_weight`); a replicate that draws no eligible request of a
       slice is left out of that slice's percentiles. Null when ``replicates`` is 0.
-    * Runs one small job at once: the list of groups and a check that every weight is usable.
-      A null, negative or NaN weight raises :class:`~ndcg_spark.errors.InputError` (a null one
-      only when ``spec.default_weight`` is None).
+    * When every weight is the same positive number, ``weighted_ndcg`` *is* ``macro_ndcg`` (and
+      so are its interval bounds): the weighted sums are skipped.
+    * Runs one small job at once: the list of groups, a check that every weight and NDCG is
+      usable, and the scale of the exact sums. A null, negative or NaN weight (a null one only
+      when ``spec.default_weight`` is None) or an NDCG outside [0, 1] raises
+      :class:`~ndcg_spark.errors.InputError`; a request with two rows for one group fails the
+      query that computes the result (rule ``duplicate_request``).
     """
     spec = spec or AggregateSpec()
     rows, slice_cols = _prepare(per_request, spec)

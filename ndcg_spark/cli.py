@@ -109,7 +109,10 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
                 aggregated = aggregate_stage(spark, config, run_id, row_counts=_stage1_counts(result))
         print(f"run {run_id}: published ({status.describe()} says complete)")
         if result is not None:
-            print(f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} ({result.seconds:.1f} s)")
+            print(
+                f"run {run_id}: per-request table {result.rows_written} rows -> {result.target.describe()} "
+                f"({result.seconds:.1f} s)"
+            )
             if result.accounting is not None:
                 print(result.accounting.summary())
                 if result.accounting.rows_quarantined and result.quarantine is not None:
