@@ -96,11 +96,22 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     )
     if args.command in ("score", "run", "aggregate"):
         from ndcg_spark.io import read_run
-        from ndcg_spark.pipeline import aggregate_stage, score_stage, stage2_summary, summarize_per_request
+        from ndcg_spark.pipeline import (
+            aggregate_stage,
+            score_stage,
+            stage2_input,
+            stage2_plan,
+            stage2_summary,
+            summarize_per_request,
+        )
         from ndcg_spark.publish import publishing
 
         # stage 2 runs under `aggregate`, and under `run` when the job has an aggregate table
         stage2 = args.command == "aggregate" or (args.command == "run" and _stage2_configured(config))
+        if stage2:  # refuse before anything is unpublished or scored: a bad YAML, an unscored run
+            stage2_plan(config)
+            if args.command == "aggregate":
+                stage2_input(spark, config, run_id)
         result = aggregated = None
         with publishing(spark, config, run_id) as status:  # 'running' first, 'complete' written last
             if args.command != "aggregate":

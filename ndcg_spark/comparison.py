@@ -69,7 +69,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.aggregate import OVERALL, OVERALL_VALUE, poisson_weight
 from ndcg_spark.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError, NdcgError
-from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, _dcg, gain, prepare_candidates, prepare_judgments
+from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_candidates, prepare_judgments
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -336,6 +336,20 @@ class CompareSpec:
 # ------------------------------------------------------------------------------------- pools
 
 
+def _ideal_dcg(gains: Column, k: int) -> Column:
+    """DCG@k of gains already sorted descending: one log2 term per position (0 past the end);
+    above k = 32 a higher-order function loops over the array instead of a k-term expression."""
+    if k > 32:
+        return F.aggregate(
+            F.transform(F.slice(gains, 1, k), lambda g, i: g / F.log2(i + F.lit(2.0))), F.lit(0.0), lambda a, x: a + x
+        )
+    terms = [F.coalesce(F.get(gains, p), F.lit(0.0)) / F.lit(math.log2(p + 2.0)) for p in range(k)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
 def pool_summary(
     candidates: DataFrame,
     judgments: DataFrame | None = None,
@@ -383,7 +397,7 @@ def pool_summary(
         F.count(F.lit(1)).alias("n_pool"),
         F.count(F.when(F.col("grade") > 0, True)).alias("n_pool_positive"),
     )
-    per_k = F.array(*[F.struct(F.lit(k).alias("k"), _dcg(F.col("ideal"), k).alias("idcg_known")) for k in contract.k])
+    per_k = F.array(*[F.struct(F.lit(k).alias("k"), _ideal_dcg(F.col("ideal"), k).alias("idcg_known")) for k in contract.k])
     return (
         pools.join(known, "request_id", "left")
         .withColumn("n_known_positive", F.coalesce(F.col("n_known_positive"), F.lit(0)).cast("long"))
@@ -658,7 +672,7 @@ def _compare_prepared(
             reasons.append(f"their pool versions differ ({b_pool} vs {c_pool})")
         if check["requests_differ"]:
             reasons.append(
-                f"{check['requests_differ']} of the {check['requests_common']} requests they share have different "
+                f"{check['requests_differ']:,} of the {check['requests_common']:,} requests they share have different "
                 f"candidate sets (e.g. request {check['example']!r})"
             )
         raise PoolMismatchError(

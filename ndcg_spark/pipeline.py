@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.aggregate import AggregateSpec
 from ndcg_spark.config import JobConfig, Source
 from ndcg_spark.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
@@ -132,23 +133,11 @@ class AggregateResult:
     seconds: float
 
 
-def aggregate_stage(
-    spark: SparkSession, config: JobConfig, run_id: str, *, row_counts: dict[str, int] | None = None
-) -> AggregateResult:
-    """Stage 2: read the per-request table of ``run_id`` -- nothing else -- and write the aggregate
-    table, the audit table (if ``outputs.audit`` is set) and the run's run-metadata row.
-
-    The ``aggregate:`` section and the outputs are validated before Spark is touched. The
-    readable contract in run metadata is the YAML's contract resolved to the fingerprint stamped
-    on the per-request rows; if no resolution matches, the table was scored under another
-    contract and the stage refuses (re-score the run, or aggregate with the YAML it was scored
-    with). ``row_counts`` (e.g. stage 1's ``candidates.rows_read``) are added to the metadata.
-    """
-    import datetime as dt
+def stage2_plan(config: JobConfig) -> tuple[AggregateSpec, dict[str, Source | None]]:
+    """Validate what stage 2 needs from the YAML -- the ``aggregate:`` section and the outputs --
+    without touching Spark, so a typo fails before a night is scored. Returns the spec and the
+    targets ``aggregate``, ``audit`` (None when not set) and ``run_metadata``."""
     from pathlib import Path
-
-    from ndcg_spark.aggregate import AggregateSpec, aggregate, audit, run_metadata
-    from ndcg_spark.errors import InputError
 
     spec = AggregateSpec.from_config(config)
     base = config.section("base")
@@ -162,25 +151,58 @@ def aggregate_stage(
             raise ContractError(f"outputs.{name}", "is required (a path or a table) to write stage 2")
     if config.per_request is None:
         raise ContractError("outputs.per_request", "is required: stage 2 reads the run's per-request table")
-    started = time.perf_counter()
-    created_at = dt.datetime.now(dt.timezone.utc)
+    return spec, targets
+
+
+def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[DataFrame, Contract, int]:
+    """The per-request rows of ``run_id``, the resolved contract they were scored under and their
+    count; an :class:`~ndcg_spark.errors.InputError` when the run has no rows or mixes contracts,
+    a :class:`~ndcg_spark.errors.ContractError` when the YAML's contract did not produce them."""
+    from ndcg_spark.errors import InputError
+
+    if config.per_request is None:
+        raise ContractError("outputs.per_request", "is required: stage 2 reads the run's per-request table")
     with spark_errors_as_input_errors("stage 2"):
         per_request = read_run(spark, config.per_request, run_id)
         stamped = per_request.groupBy("contract_fingerprint").count().orderBy("contract_fingerprint").collect()
-        if not stamped:
-            raise InputError(
-                f"stage 2: run {run_id!r} has no rows in the per-request table ({config.per_request.describe()}); "
-                "score it first (ndcg-spark score|run --run-id …)"
-            )
-        if len(stamped) > 1:
-            raise InputError(
-                f"stage 2: run {run_id!r} mixes contracts {', '.join(r[0] for r in stamped)} in the per-request "
-                "table; re-score the run so that one contract produced it"
-            )
-        contract = resolved_contract(config.contract, stamped[0][0])
+    if not stamped:
+        raise InputError(
+            f"stage 2: run {run_id!r} has no rows in the per-request table ({config.per_request.describe()}); "
+            "score it first (ndcg-spark score|run --run-id …)"
+        )
+    if len(stamped) > 1:
+        raise InputError(
+            f"stage 2: run {run_id!r} mixes contracts {', '.join(str(r[0]) for r in stamped)} in the per-request "
+            "table; re-score the run so that one contract produced it"
+        )
+    return per_request, resolved_contract(config.contract, stamped[0][0]), int(stamped[0][1])
+
+
+def aggregate_stage(
+    spark: SparkSession, config: JobConfig, run_id: str, *, row_counts: dict[str, int] | None = None
+) -> AggregateResult:
+    """Stage 2: read the per-request table of ``run_id`` -- nothing else -- and write the aggregate
+    table, the audit table (if ``outputs.audit`` is set) and the run's run-metadata row.
+
+    The ``aggregate:`` section and the outputs are validated before Spark is touched
+    (:func:`stage2_plan`). The readable contract in run metadata is the YAML's contract resolved
+    to the fingerprint stamped on the per-request rows (:func:`stage2_input`); if no resolution
+    matches, the table was scored under another contract and the stage refuses (re-score the run,
+    or aggregate with the YAML it was scored with). ``row_counts`` (e.g. stage 1's
+    ``candidates.rows_read``) are added to the metadata.
+    """
+    import datetime as dt
+
+    from ndcg_spark.aggregate import aggregate, audit, run_metadata
+
+    spec, targets = stage2_plan(config)
+    started = time.perf_counter()
+    created_at = dt.datetime.now(dt.timezone.utc)
+    per_request, contract, n_per_request = stage2_input(spark, config, run_id)
+    with spark_errors_as_input_errors("stage 2"):
         write_run_partitioned(aggregate(per_request, spec, created_at=created_at), targets["aggregate"])
         written = read_run(spark, targets["aggregate"], run_id)
-        counts = {"per_request": int(stamped[0][1]), "aggregate": written.count()}
+        counts = {"per_request": n_per_request, "aggregate": written.count()}
         if targets["audit"] is not None:
             write_run_partitioned(audit(written), targets["audit"])
             counts["audit"] = read_run(spark, targets["audit"], run_id).count()

@@ -9,6 +9,7 @@ never ranked together.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
@@ -107,6 +108,35 @@ def _dcg(gains: Column, k: int) -> Column:
         F.lit(0.0),
         lambda acc, x: acc + x,
     )
+
+
+#: Up to this largest K, the per-K sums are written out one term per position: plain
+#: expressions that whole-stage codegen compiles. Above it, higher-order functions loop over the
+#: array (evaluated interpreted, element by element).
+_UNROLL_MAX_K = 32
+
+
+def _dcg_unrolled(values: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
+    """DCG@k of an array in ranked order, one term per position (``get`` is null past the end).
+
+    ``field`` picks the gain out of an element (e.g. a struct field); a null gain counts 0.
+    """
+    total = None
+    for p in range(k):
+        element = F.get(values, p)
+        value = field(element) if field is not None else element
+        term = F.coalesce(value, F.lit(0.0)) / F.lit(math.log2(p + 2.0))
+        total = term if total is None else total + term
+    return total
+
+
+def _count_unjudged_unrolled(items: Column, k: int) -> Column:
+    """How many of the first k items are unjudged, one term per position."""
+    total = None
+    for p in range(k):
+        term = F.when(~F.get(items, p)["judged"], F.lit(1)).otherwise(F.lit(0))
+        total = term if total is None else total + term
+    return total.cast("int")
 
 
 def _expected_dcg(items: Column, k: int, prefix: list[float]) -> Column:
@@ -255,7 +285,9 @@ def score_requests(
         "judged", F.col("grade").isNotNull()
     )
     per_request = _score_prepared(rows, judgments, contract)
+    # attributes join one row per request, before the rows multiply by K
     per_request = _attach_attributes(per_request, candidates, attributes, contract)
+    per_request = _per_k_rows(per_request, contract)
     if contract.empty_ideal == "error":
         _fail_on_empty_ideal(per_request)
     return per_request.select(
@@ -267,9 +299,12 @@ def score_requests(
 
 
 def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Contract) -> DataFrame:
+    """One row per request (``_KEYS``, counts) with ``metrics``: an array of one struct per K
+    (``k, dcg, idcg, n_unjudged_in_top_k``), exploded by the caller after the attributes join."""
     ks = contract.k
     keys = [F.col(c) for c in _KEYS]
     tie_aware = contract.order == "score" and contract.ties == "average"
+    unroll = contract.max_k <= _UNROLL_MAX_K
     if contract.order == "position":
         sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
     else:
@@ -285,16 +320,26 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
         )
         item_fields += [F.col("tie_start"), F.col("tie_size")]
 
+    # The ideal from candidates is collected beside the items as plain doubles (the gains of the
+    # ranked candidates, unjudged as 0; none of them under `exclude`): sorting an array of
+    # doubles is far cheaper than deriving it from the sorted structs.
+    ideal_gain = F.coalesce(F.col("gain"), F.lit(0.0))
+    if contract.unjudged == "exclude":
+        ideal_gain = F.when(F.col("judged"), ideal_gain)  # collect_list skips the nulls
+    ideal_agg = (
+        [F.sort_array(F.collect_list(ideal_gain), asc=False).alias("ideal")]
+        if contract.ideal_from == "candidates"
+        else []
+    )
     grouped = rows.groupBy(*keys).agg(
-        F.array_sort(F.collect_list(F.struct(*item_fields))).alias("items"),
+        # sort_array orders structs field by field with no comparator lambda (array_sort's
+        # default comparator is a lambda, evaluated interpreted for every comparison)
+        F.sort_array(F.collect_list(F.struct(*item_fields))).alias("items"),
+        *ideal_agg,
         F.count(F.lit(1)).alias("n_candidates"),
         F.count("grade").alias("n_judged"),
         F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
     )
-    items = F.col("items")
-    ranked_items = F.filter(items, lambda x: x["judged"]) if contract.unjudged == "exclude" else items
-    ranked_gains = F.transform(ranked_items, lambda x: F.coalesce(x["gain"], F.lit(0.0)))
-
     if contract.ideal_from == "judgments":
         assert judgments is not None  # checked in prepare_candidates
         ideal = (
@@ -306,34 +351,45 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
         grouped = grouped.join(ideal, "request_id", "left").withColumn(
             "ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>"))
         )
+    if contract.unjudged == "exclude":
+        # the condensed list, computed once (a column of its own) for every K
+        grouped = grouped.withColumn("ranked_items", F.filter(F.col("items"), lambda x: x["judged"]))
+        ranked_items = F.col("ranked_items")
     else:
-        grouped = grouped.withColumn("ideal", F.sort_array(ranked_gains, asc=False))
+        ranked_items = F.col("items")
 
     prefix = discount_prefix(contract.max_k)
+    items, ideal = F.col("items"), F.col("ideal")
     per_k = []
     for k in ks:
-        dcg = _expected_dcg(ranked_items, k, prefix) if tie_aware else _dcg(ranked_gains, k)
-        unjudged = (
-            F.lit(None).cast("int")
-            if contract.unjudged == "zero"
-            else F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"])).cast("int")
-        )
+        if tie_aware:
+            dcg = _expected_dcg(ranked_items, k, prefix)
+        elif unroll:
+            dcg = _dcg_unrolled(ranked_items, k, lambda x: x["gain"])
+        else:
+            dcg = _dcg(F.transform(ranked_items, lambda x: F.coalesce(x["gain"], F.lit(0.0))), k)
+        if contract.unjudged == "zero":
+            unjudged = F.lit(None).cast("int")
+        elif unroll:
+            unjudged = _count_unjudged_unrolled(items, k)
+        else:
+            unjudged = F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"])).cast("int")
+        idcg = _dcg_unrolled(ideal, k) if unroll else _dcg(ideal, k)
         per_k.append(
             F.struct(
                 F.lit(k).alias("k"),
                 dcg.alias("dcg"),
-                _dcg(F.col("ideal"), k).alias("idcg"),
+                idcg.alias("idcg"),
                 unjudged.alias("n_unjudged_in_top_k"),
             )
         )
-    scored = grouped.select(
-        *keys,
-        "n_candidates",
-        "n_judged",
-        "n_positive",
-        F.explode(F.array(*per_k)).alias("m"),
-    ).select(*keys, "m.*", "n_candidates", "n_judged", "n_positive")
+    return grouped.select(*keys, "n_candidates", "n_judged", "n_positive", F.array(*per_k).alias("metrics"))
 
+
+def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:
+    """One row per request x K from :func:`_score_prepared`'s ``metrics``, with the NDCG and the
+    empty-ideal flag under the contract's policy."""
+    scored = per_request.select("*", F.explode("metrics").alias("m")).drop("metrics").select("*", "m.*").drop("m")
     empty = F.col("idcg") <= 0
     if contract.empty_ideal == "zero":
         on_empty = F.lit(0.0)

@@ -378,6 +378,15 @@ def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsy
     again = read_run(spark, Source(path=str(out / "aggregate")), "night-1")
     assert sorted(tuple(r) for r in again.drop("created_at").collect()) == before
 
-    # a run that was never scored: one readable paragraph, exit 2
+    # a run that was never scored: one readable paragraph, exit 2, and no run-status row for it
     assert main(["aggregate", "--config", str(config), "--run-id", "night-9"]) == 2
     assert "has no rows in the per-request table" in capsys.readouterr().err
+    status = read_run(spark, Source(path=str(out / "run_status"))).collect()
+    assert sorted((r["run_id"], r["status"]) for r in status) == [("night-1", "complete")]
+
+    # a bad aggregate: section fails `run` before stage 1 scores anything
+    job["aggregate"]["bootstrap"]["replicates"] = 5
+    config.write_text(yaml.safe_dump(job), encoding="utf-8")
+    assert main(["run", "--config", str(config), "--run-id", "night-2"]) == 2
+    assert "aggregate.bootstrap.replicates" in capsys.readouterr().err
+    assert read_run(spark, Source(path=str(out / "per_request")), "night-2").count() == 0
