@@ -39,6 +39,7 @@ PER_REQUEST_COLUMNS = (
 STAMP_COLUMNS = ("contract_fingerprint",)
 
 _KEYS = ("system", "pool_version", "request_id")
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 
 
@@ -177,12 +178,15 @@ def prepare_candidates(
     *,
     system: str | None = None,
     pool_version: str | None = None,
+    request_id_as_string: bool = True,
 ) -> DataFrame:
     """Normalise the inputs to one row per candidate with its grade.
 
     Returns columns ``system, pool_version, request_id, doc_id, position, score, grade`` with the
     contract's column mapping applied (``position``/``score`` null when not used by the order).
     The contract must be resolved (``order`` is ``position`` or ``score``).
+    ``request_id_as_string=False`` keeps the request id's own type (for grouping on an integer
+    id, which is cheaper than on its string; the caller casts after grouping).
     """
     cols = contract.columns
     present = set(candidates.columns)
@@ -208,7 +212,7 @@ def prepare_candidates(
         (
             F.col(cols.pool_version).cast("string") if cols.pool_version in present else F.lit(pool_version)
         ).cast("string").alias("pool_version"),
-        ident(cols.request_id).alias("request_id"),
+        (ident(cols.request_id) if request_id_as_string else F.col(cols.request_id)).alias("request_id"),
         ident(cols.doc_id).alias("doc_id"),
         (F.col(cols.position).cast("double") if contract.order == "position" else F.lit(None).cast("double")).alias(
             "position"
@@ -280,7 +284,17 @@ def score_requests(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     attributes = attributes or Attributes()
-    rows = prepare_candidates(candidates, judgments, contract, system=system, pool_version=pool_version)
+    # One pre-joined table with an integer request id: group on the integer (hashing, shuffling and
+    # comparing it is far cheaper than its string, and the cast is one-to-one) and cast after.
+    integer_ids = judgments is None and isinstance(
+        candidates.schema[contract.columns.request_id].dataType if contract.columns.request_id in candidates.columns
+        else None,
+        _INTEGRAL,
+    )
+    rows = prepare_candidates(
+        candidates, judgments, contract, system=system, pool_version=pool_version,
+        request_id_as_string=not integer_ids,
+    )
     rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
         "judged", F.col("grade").isNotNull()
     )
@@ -383,7 +397,13 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
                 unjudged.alias("n_unjudged_in_top_k"),
             )
         )
-    return grouped.select(*keys, "n_candidates", "n_judged", "n_positive", F.array(*per_k).alias("metrics"))
+    return grouped.select(
+        *[F.col(c).cast("string").alias(c) for c in _KEYS],
+        "n_candidates",
+        "n_judged",
+        "n_positive",
+        F.array(*per_k).alias("metrics"),
+    )
 
 
 def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:
