@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -41,11 +42,23 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its threads so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 class _JvmPeak:
     """Peak resident set of the driver JVM: its kernel high-water mark (VmHWM), read at the end."""
 
     def __init__(self, spark) -> None:
         self.pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the JVM has used so far: on a shared machine, a figure the
+        other processes' load disturbs far less than wall time."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def mib(self) -> float | None:
         try:
@@ -79,7 +92,7 @@ def run_ndcg_spark(args: argparse.Namespace) -> dict:
     data, out = Path(args.data), Path(args.out)
     attributes = Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     candidates = spark.read.parquet(str(data / "candidates"))
     per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
                                  pool_version="bench", attributes=attributes)
@@ -88,7 +101,7 @@ def run_ndcg_spark(args: argparse.Namespace) -> dict:
     spec = AggregateSpec(slices=SLICES, replicates=args.replicates, min_eligible=30)
     aggregates = aggregate(spark.read.parquet(str(out / "per_request")), spec)
     aggregates.write.mode("overwrite").parquet(str(out / "aggregates"))
-    t2 = time.perf_counter()
+    t2, cpu2 = time.perf_counter(), jvm.cpu_s()
 
     written = spark.read.parquet(str(out / "aggregates"))
     overall = written.filter((F.col("slice_dimension") == "overall") & (F.col("k") == K)).first()
@@ -97,6 +110,7 @@ def run_ndcg_spark(args: argparse.Namespace) -> dict:
         "work_s": t2 - t0,
         "stage1_s": t1 - t0,
         "stage2_s": t2 - t1,
+        "work_cpu_s": cpu2 - cpu0,
         "ndcg10_mean": overall["macro_ndcg"],
         "n_requests": overall["n_requests"],
         "n_empty_ideal": overall["n_empty_ideal"],
@@ -123,7 +137,7 @@ def run_evaluator(args: argparse.Namespace) -> dict:
     from pyspark.ml.evaluation import RankingEvaluator
     from pyspark.sql import functions as F
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     candidates = spark.read.parquet(str(Path(args.data) / "candidates"))
     doc = F.col("doc_id").cast("double")
     grouped = candidates.groupBy("request_id").agg(
@@ -136,8 +150,8 @@ def run_evaluator(args: argparse.Namespace) -> dict:
     value = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label").evaluate(
         grouped
     )
-    t1 = time.perf_counter()
-    result = {"start_s": start_s, "work_s": t1 - t0, "binary_ndcg10_mean": value}
+    t1, cpu1 = time.perf_counter(), jvm.cpu_s()
+    result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
     spark.stop()
@@ -206,7 +220,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_s()
     table = pq.read_table(str(Path(args.data) / "candidates"), columns=["request_id", "doc_id", "position", "grade"])
     request_id = table.column("request_id").to_numpy()
     doc_id = table.column("doc_id").to_numpy()
@@ -218,10 +232,11 @@ def run_numpy(args: argparse.Namespace) -> dict:
     dcg, idcg = numpy_ndcg(request_id, doc_id, position, gains, K)
     eligible = idcg > 0
     mean = float(np.mean(dcg[eligible] / idcg[eligible]))
-    t1 = time.perf_counter()
+    t1, cpu1 = time.perf_counter(), _cpu_s()
     result = {
         "start_s": 0.0,
         "work_s": t1 - t0,
+        "work_cpu_s": cpu1 - cpu0,
         "ndcg10_mean": mean,
         "n_requests": int(idcg.shape[0]),
         "n_empty_ideal": int((~eligible).sum()),

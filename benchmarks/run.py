@@ -92,6 +92,8 @@ def ratios(case: dict) -> dict:
             if other in r:
                 out[key] = a["work_s"] / r[other]["work_s"]
                 out[key + " incl. start"] = (a["work_s"] + a["start_s"]) / (r[other]["work_s"] + r[other]["start_s"])
+                if a.get("work_cpu_s") and r[other].get("work_cpu_s"):
+                    out[key + " CPU"] = a["work_cpu_s"] / r[other]["work_cpu_s"]
     return out
 
 
@@ -113,26 +115,28 @@ def _mib(x: float | None) -> str:
 
 
 def report(cases: list[dict]) -> str:
-    lines = ["| rows | contender | Spark start s | work s | rows/s | peak JVM RSS MiB | peak Python RSS MiB | "
-             "NDCG@10 | load (1/5/15 min) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| rows | contender | Spark start s | work s | work CPU s | rows/s | peak JVM RSS MiB | "
+             "peak Python RSS MiB | NDCG@10 | load (1/5/15 min) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for case in cases:
         label = f"{case['rows']:,}" + (f" (skew: one request of {case['skew']:,})" if case["skew"] else "")
         for name, res in case["results"].items():
             mean = res.get("ndcg10_mean", res.get("binary_ndcg10_mean"))
             lines.append(
                 f"| {label} | {LABELS[name]} | {res['start_s']:.1f} | {res['work_s']:.1f} | "
+                f"{res.get('work_cpu_s', float('nan')):.1f} | "
                 f"{res['rows_per_s']:,.0f} | {_mib(res.get('peak_jvm_mib'))} | {_mib(res.get('peak_python_mib'))} | "
                 f"{mean:.6f}{' (binary)' if name == 'evaluator' else ''} | {res['load_before']} |"
             )
-    lines += ["", "| rows | a/b | a/c | a/b incl. start | a/c incl. start | stage 1 s | stage 2 s |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "| rows | a/b | a/c | a/b incl. start | a/c incl. start | a/b CPU | a/c CPU | stage 1 s | stage 2 s |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case in cases:
         q = case["ratios"]
         a = case["results"].get("ndcg_spark", {})
         lines.append(
             f"| {case['rows']:,}{' skew' if case['skew'] else ''} | {q.get('a/b', float('nan')):.2f} | "
             f"{q.get('a/c', float('nan')):.2f} | {q.get('a/b incl. start', float('nan')):.2f} | "
-            f"{q.get('a/c incl. start', float('nan')):.2f} | {a.get('stage1_s', float('nan')):.1f} | "
+            f"{q.get('a/c incl. start', float('nan')):.2f} | {q.get('a/b CPU', float('nan')):.2f} | "
+            f"{q.get('a/c CPU', float('nan')):.2f} | {a.get('stage1_s', float('nan')):.1f} | "
             f"{a.get('stage2_s', float('nan')):.1f} |"
         )
     return "\n".join(lines)
@@ -144,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=None, help="comma-separated row counts, e.g. 2000000,10000000,20000000")
     parser.add_argument("--skew", type=int, default=0,
                         help="also run the first size plus one request with this many candidates")
+    parser.add_argument("--skew-only", action="store_true", help="run only the skewed case")
     parser.add_argument("--candidates-per-request", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--replicates", type=int, default=100, help="bootstrap replicates of stage 2")
@@ -166,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine['cores']} cores, {machine['memory_gib']} GiB, load {machine['load_at_start']}",
           flush=True)
     cases = []
-    plan = [(n, 0) for n in sizes] + ([(sizes[0], args.skew)] if args.skew else [])
+    plan = [] if args.skew_only else [(n, 0) for n in sizes]
+    plan += [(sizes[0], args.skew)] if args.skew else []
     for rows, skew in plan:
         print(f"case: {rows:,} rows" + (f" + one request of {skew:,} candidates" if skew else ""), flush=True)
         case = run_case(args, rows, skew)
@@ -175,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         cases.append(case)
         if args.check:
             print(f"  agreement: {case['agreement']}", flush=True)
+        if args.json:  # after every case, so a long run interrupted keeps what it measured
+            Path(args.json).write_text(json.dumps({"machine": machine, "cases": cases}, indent=2, sort_keys=True))
     print()
     print(report(cases))
     if len(sizes) > 1 and "ndcg_spark" in args.contenders:

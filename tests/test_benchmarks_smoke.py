@@ -1,0 +1,58 @@
+"""The benchmark (``benchmarks/run.py``) at a tiny size: it runs end to end and the three
+contenders compute the same NDCG@10. No timing is asserted: on a shared machine it means nothing.
+
+Spark's ``RankingEvaluator`` (``ndcgAtK``) only knows binary relevance: per request, the doc ids
+in ranked order and the set of relevant doc ids; DCG sums ``1 / log(i + 2)`` over the top K that
+are relevant, the ideal over ``min(|relevant|, K)`` positions, and a request with no relevant
+document scores 0 and still counts in the mean (``RankingMetrics.ndcgAt``). ndcg-spark computes
+the same number under an explicit contract -- gain table {0: 0, 1: 1, 2: 1, 3: 1}, unjudged
+candidates as gain 0, empty ideal scored 0 -- and so does the numpy contender with a 0/1 gain.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOL = 1e-9
+
+
+@pytest.mark.slow
+def test_benchmark_runs_and_the_contenders_agree(tmp_path):
+    pytest.importorskip("numpy")
+    pytest.importorskip("pyarrow")
+    result_file = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--rows", "20000", "--check", "--replicates", "20",
+         "--shuffle-partitions", "2", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"),
+         "--json", str(result_file)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    assert "a/b" in proc.stdout and "a/c" in proc.stdout  # the figures table was printed
+
+    (case,) = json.loads(result_file.read_text())["cases"]
+    assert case["rows"] == 20000 and case["requests"] == 1000
+    results = case["results"]
+    assert set(results) == {"ndcg_spark", "evaluator", "numpy"}
+    for name, res in results.items():
+        assert res["work_s"] > 0, name
+        assert res["peak_python_mib"] > 0, name
+    assert results["ndcg_spark"]["peak_jvm_mib"] > 0 and results["evaluator"]["peak_jvm_mib"] > 0
+
+    binary = {name: res["binary_ndcg10_mean"] for name, res in results.items()}
+    assert 0.0 < binary["evaluator"] < 1.0
+    assert binary["ndcg_spark"] == pytest.approx(binary["evaluator"], abs=TOL)
+    assert binary["numpy"] == pytest.approx(binary["evaluator"], abs=TOL)
+
+    # the timed computation itself (exponential gain, empty ideals set aside): ndcg-spark's stage 2
+    # overall macro mean at K=10 equals numpy's mean over the requests with a positive ideal
+    a, c = results["ndcg_spark"], results["numpy"]
+    assert a["ndcg10_mean"] == pytest.approx(c["ndcg10_mean"], abs=TOL)
+    assert a["n_requests"] == c["n_requests"] == 1000
+    assert a["n_empty_ideal"] == c["n_empty_ideal"] > 0
