@@ -19,7 +19,8 @@ may simply have been handed the relevant documents. So :func:`compare` first che
 
 The pool check needs the candidates themselves: :func:`pool_summary` reduces them (and the
 judgments) to one row per system × pool version × request × K — a hash of the request's sorted
-doc ids, pool size, positives in the pool, known positives and the IDCG@K of the judgments.
+doc ids, pool size, known positives and the IDCG@K of every judged document (the positives *in*
+each pool are the per-request table's ``n_positive``).
 
 Everything is native Spark: the bootstrap and the sign-flip test are Spark aggregations over
 replicates whose Poisson counts and signs are pure functions of ``(seed, replicate, request_id)``
@@ -69,7 +70,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.aggregate import OVERALL, OVERALL_VALUE, poisson_weight
 from ndcg_spark.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError, NdcgError
-from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_candidates, prepare_judgments
+from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_judgments
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -93,7 +94,6 @@ POOL_COLUMNS = (
     "k",
     "pool_hash",
     "n_pool",
-    "n_pool_positive",
     "n_known_positive",
     "idcg_known",
     "contract_fingerprint",
@@ -369,15 +369,33 @@ def pool_summary(
     -------
     DataFrame
         ``pool_hash`` (``xxhash64`` of the request's doc ids, sorted: equal sets, equal hash),
-        ``n_pool`` (candidate rows), ``n_pool_positive`` (candidates with grade > 0),
+        ``n_pool`` (candidate rows; must equal the per-request ``n_candidates``),
         ``n_known_positive`` (known documents of the request with grade > 0) and ``idcg_known``
         (IDCG@K of every known judged document: the shared ideal of an end-to-end comparison).
         The *known* judgments are the judgments table; for a pre-joined candidates table (no
         judgments table) they are the judged candidates of every system and pool pooled together
-        (a document's highest grade), the classic pooled-judgments view.
+        (a document's highest grade), the classic pooled-judgments view. The positives *in* a pool
+        are the per-request table's ``n_positive``; candidates and judgments are not joined here.
     """
     contract = (contract or Contract()).resolve(candidates.columns)
-    rows = prepare_candidates(candidates, judgments, contract, system=system, pool_version=pool_version)
+    cols = contract.columns
+    needed = [cols.request_id, cols.doc_id] + ([cols.grade] if judgments is None else [])
+    missing = [c for c in needed if c not in candidates.columns]
+    if missing:
+        raise InputError(
+            f"candidates: missing column(s) {', '.join(missing)} (map them with contract.columns); "
+            f"columns present: {', '.join(sorted(candidates.columns))}"
+        )
+    present = set(candidates.columns)
+    rows = candidates.select(
+        (F.col(cols.system) if cols.system in present else F.lit(system or "default")).cast("string").alias("system"),
+        (F.col(cols.pool_version) if cols.pool_version in present else F.lit(pool_version)).cast("string").alias(
+            "pool_version"
+        ),
+        F.col(cols.request_id).cast("string").alias("request_id"),
+        F.col(cols.doc_id).cast("string").alias("doc_id"),
+        *([F.col(cols.grade).cast("double").alias("grade")] if judgments is None else []),
+    )
     if judgments is not None:
         known = prepare_judgments(judgments, contract)
     else:
@@ -395,7 +413,6 @@ def pool_summary(
     pools = rows.groupBy("system", "pool_version", "request_id").agg(
         F.xxhash64(F.array_sort(F.collect_list(F.coalesce(F.col("doc_id"), F.lit(""))))).alias("pool_hash"),
         F.count(F.lit(1)).alias("n_pool"),
-        F.count(F.when(F.col("grade") > 0, True)).alias("n_pool_positive"),
     )
     per_k = F.array(*[F.struct(F.lit(k).alias("k"), _ideal_dcg(F.col("ideal"), k).alias("idcg_known")) for k in contract.k])
     return (
@@ -410,7 +427,6 @@ def pool_summary(
             "m.k",
             "pool_hash",
             "n_pool",
-            "n_pool_positive",
             "n_known_positive",
             "m.idcg_known",
             F.lit(contract.fingerprint).alias("contract_fingerprint"),
@@ -497,14 +513,14 @@ def _slice_columns(per_request: DataFrame, spec: CompareSpec) -> tuple[str, ...]
 def _side(per_request: DataFrame, pools: DataFrame, side: Side, pool_version: Any, prefix: str, slices: tuple[str, ...]) -> DataFrame:
     """One side's rows joined to its pool summary, columns prefixed ``b_`` or ``c_``."""
     rows = _side_rows(per_request, side).select(
-        "request_id", "k", "dcg", "ndcg", "empty_ideal", "n_candidates", "weight", *slices
+        "request_id", "k", "dcg", "ndcg", "empty_ideal", "n_candidates", "n_positive", "weight", *slices
     )
     pool_cond = F.col("system") == F.lit(side.system)
     pool_cond = pool_cond & (
         F.col("pool_version").isNull() if pool_version is None else F.col("pool_version") == F.lit(pool_version)
     )
     pool = pools.filter(pool_cond).select(
-        "request_id", "k", "pool_hash", "n_pool", "n_pool_positive", "n_known_positive", "idcg_known",
+        "request_id", "k", "pool_hash", "n_pool", "n_known_positive", "idcg_known",
         F.col("contract_fingerprint").alias("pool_fingerprint"), F.lit(True).alias("has_pool"),
     )
     joined = rows.join(pool, ["request_id", "k"], "left")
@@ -590,6 +606,10 @@ def compare(
     ``sum(w_i d_i)`` (weighted) and ``T_r`` the same sum with each request's delta multiplied by a
     random sign; ties up to :data:`EXTREME_TOLERANCE` × sum |d_i| count as extreme.
     *Recall*: over the requests present on both sides that have a known positive.
+    *Eager*: unlike most functions here, ``compare`` runs its Spark jobs when called (the pool
+    guard must decide before anything is computed, and its cached inputs are released before it
+    returns); the result is a small DataFrame of one row per slice × K built from the collected
+    rows. Nothing per request is collected.
     """
     from ndcg_spark import __version__
 
@@ -598,7 +618,7 @@ def compare(
     elif baseline is not None or candidate is not None or options:
         raise TypeError("compare: give either spec or baseline=/candidate=/options, not both")
     for name in ("system", "pool_version", "request_id", "k", "dcg", "ndcg", "empty_ideal", "n_candidates",
-                 "weight", "run_id", "contract_fingerprint"):
+                 "n_positive", "weight", "run_id", "contract_fingerprint"):
         if name not in per_request.columns:
             raise InputError(f"compare: the per-request table has no column {name!r} (is it a stage-1 table?)")
     for name in POOL_COLUMNS:
@@ -713,8 +733,8 @@ def _compare_prepared(
         (~b_ok & ~c_ok).alias("neither"),
         F.col("pool_differs"),
         recall_req.alias("recall_req"),
-        F.when(recall_req, F.col("b_n_pool_positive") / known).alias("b_recall"),
-        F.when(recall_req, F.col("c_n_pool_positive") / known).alias("c_recall"),
+        F.when(recall_req, F.col("b_n_positive") / known).alias("b_recall"),
+        F.when(recall_req, F.col("c_n_positive") / known).alias("c_recall"),
     )
 
     groupings = F.array(

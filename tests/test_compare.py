@@ -348,12 +348,13 @@ def _simulated(spark: SparkSession, seed: int) -> tuple[DataFrame, DataFrame]:
     ).select(
         "run_id", "s.system", "pool_version", "request_id", "k",
         F.col("s.ndcg").alias("dcg"), F.col("s.ndcg").alias("ndcg"), F.lit(False).alias("empty_ideal"),
-        F.lit(10).cast("long").alias("n_candidates"), "weight", "dataset", F.lit("fp").alias("contract_fingerprint"),
+        F.lit(10).cast("long").alias("n_candidates"), F.lit(1).cast("long").alias("n_positive"), "weight", "dataset",
+        F.lit("fp").alias("contract_fingerprint"),
     )
     pools = per_request.select(
         "system", "pool_version", "request_id", "k", F.lit(1).cast("long").alias("pool_hash"),
-        F.col("n_candidates").alias("n_pool"), F.lit(1).cast("long").alias("n_pool_positive"),
-        F.lit(1).cast("long").alias("n_known_positive"), F.lit(1.0).alias("idcg_known"), "contract_fingerprint",
+        F.col("n_candidates").alias("n_pool"), F.lit(1).cast("long").alias("n_known_positive"),
+        F.lit(1.0).alias("idcg_known"), "contract_fingerprint",
     )
     return per_request, pools
 
