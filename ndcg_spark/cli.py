@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     with_config("run", "the nightly job: stage 1, then stage 2 when outputs.aggregate is set (and the report)")
     with_config("aggregate", "stage 2: aggregate a scored run (means, intervals, slices, audit, run metadata)")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
-    with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard")
+    with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
@@ -138,10 +138,15 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     if args.command == "compare":
         from ndcg_spark.comparison import format_comparison
         from ndcg_spark.pipeline import compare_stage
+        from ndcg_spark.report import ReportSpec, report_configured, report_dir
 
+        if report_configured(config):  # a bad report section fails before the comparison is written
+            ReportSpec.from_dict(config.section("report"))
+            report_dir(config)
         compared = compare_stage(spark, config, run_id)
         print(format_comparison(compared.rows))
         print(f"comparison table {len(compared.rows)} rows -> {compared.target.describe()} ({compared.seconds:.1f} s)")
+        _print_report(spark, config, run_id, required=False, unaggregated_ok=True)
         return 0
     if args.command == "report":
         _print_report(spark, config, run_id, required=True)
@@ -149,15 +154,24 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     raise AssertionError(f"unhandled command {args.command}")
 
 
-def _print_report(spark, config, run_id: str, *, required: bool) -> None:
-    """Write the run's HTML report. ``run`` writes it when the job has an aggregate table
-    (``outputs.aggregate``, stage 2); ``report`` requires one."""
+def _print_report(spark, config, run_id: str, *, required: bool, unaggregated_ok: bool = False) -> None:
+    """Write the run's HTML report. ``run`` and ``compare`` write it when the job has an aggregate
+    table (``outputs.aggregate``, stage 2); ``report`` requires one. With ``unaggregated_ok``
+    (``compare``: the comparison needs stage 1 only) a run without aggregate rows yet gets no
+    report, and a line saying why, instead of a failure."""
+    from ndcg_spark.errors import InputError
     from ndcg_spark.report import build_report, report_configured
 
     if not required and not report_configured(config):
         return
     started = time.perf_counter()
-    path = build_report(spark, config, run_id)
+    try:
+        path = build_report(spark, config, run_id)
+    except InputError as exc:
+        if not unaggregated_ok:
+            raise
+        print(f"report: not written ({exc}); `ndcg-spark aggregate` then `ndcg-spark report` for this run writes it")
+        return
     print(f"report -> {path} ({time.perf_counter() - started:.1f} s); open {path.resolve().as_uri()} in a browser")
 
 

@@ -467,6 +467,8 @@ def job(spark: SparkSession, tmp_path_factory):
             outputs:
               per_request: {{path: out/per_request}}
               comparison: {{path: out/comparison}}
+              aggregate: {{path: out/aggregate}}
+              report_dir: out/reports
             compare: {compare_section}
             spark: {{master: "local[2]", shuffle_partitions: 2}}
             """))
@@ -485,6 +487,8 @@ def test_console_script_compares_refuses_across_pools_and_opts_in(spark, job, ca
     assert main(["compare", "--config", str(same), "--run-id", "n1"]) == 0
     shown = capsys.readouterr().out
     assert "reranker comparison" in shown and "END-TO-END" not in shown and "win/tie/loss" in shown
+    # the job has an aggregate table, but this run was only scored: the comparison stands, no report
+    assert "report: not written (report: no aggregate table at" in shown
 
     across = config("across", "{baseline: bm25, candidate: dense, bootstrap: {replicates: 100}, permutations: 99}")
     assert main(["compare", "--config", str(across), "--run-id", "n1"]) == 2

@@ -189,13 +189,21 @@ def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
     assert re.search(r"candidates: [0-9,]+ read = [0-9,]+ scored \+ 0 quarantined", page)
 
 
-def test_cli_report_rewrites_the_page(built, capsys):
+def test_cli_report_and_compare_rewrite_the_page(built, capsys):
     from ndcg_spark.cli import main
 
     path, _, config_file = built
     path.unlink()
     assert main(["report", "--config", str(config_file), "--run-id", "2026-11-29"]) == 0
     assert path.is_file() and f"report -> {path}" in capsys.readouterr().out
+    # `compare` rewrites the report (and the comparison's page) after writing the comparison table
+    comparison_page = path.parent / "comparison-bm25-vs-hybrid.html"
+    path.unlink()
+    comparison_page.unlink()
+    assert main(["compare", "--config", str(config_file), "--run-id", "2026-11-29"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("comparison table") < shown.index(f"report -> {path}")
+    assert comparison_page.is_file() and "Comparison: hybrid (candidate) vs bm25 (baseline)" in path.read_text("utf-8")
 
 
 # -------------------------------------------------------------------------------- browser
