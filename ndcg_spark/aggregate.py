@@ -154,6 +154,9 @@ _REQUIRED = (
 )
 _MAX_REPLICATES = 100_000
 _MIN_REPLICATES = 20
+#: fewer random groups than this would leave too few units for a percentile interval
+_MIN_BUCKETS = 16
+_MAX_BUCKETS = 1 << 20
 #: bootstrap groups pivoted into columns per pass over the data: 8 keeps the generated code of
 #: the hot loop under the JVM's 8 KB JIT limit (measured: 3.8 KB for 8 groups)
 _GROUPS_PER_PASS = 8
@@ -174,6 +177,13 @@ class AggregateSpec:
     ci_level : two-sided confidence level of the intervals, e.g. 0.95.
     replicates : Poisson-bootstrap replicates (0: no interval; else at least 20).
     seed : the bootstrap seed; the same seed gives the same intervals.
+    buckets : the resampling unit. ``0``: every request is drawn on its own (the plain request
+        bootstrap; cost requests x replicates). ``B > 0``: within each slice cell the requests
+        are hashed into ``B`` random groups and the groups are drawn (the random-group
+        bootstrap; cost at most ``B`` x cells x replicates, whatever the number of requests).
+        A cell with far fewer requests than ``B`` gets almost one request per group, so small
+        slices are resampled request by request either way; a large slice gets ``B``
+        independent units, ample for a percentile interval (see the README, *Intervals*).
     default_weight : weight of a per-request row whose ``weight`` is null; ``None`` makes a null
         weight an error. (Stage 1 already applies ``attributes.default_weight``, so this only
         matters for per-request tables built by hand.) A negative or NaN weight is always an error.
@@ -181,7 +191,7 @@ class AggregateSpec:
     Examples
     --------
     >>> AggregateSpec.from_dict({"bootstrap": {"level": 0.9, "replicates": 200}}, carried_slices=["rarity"])
-    AggregateSpec(slices=('rarity',), min_eligible=30, ci_level=0.9, replicates=200, seed=0, default_weight=None)
+    AggregateSpec(slices=('rarity',), min_eligible=30, ci_level=0.9, replicates=200, seed=0, buckets=1024, default_weight=None)
     >>> AggregateSpec.from_dict({"slices": ["region"]}, carried_slices=["rarity"])
     Traceback (most recent call last):
     ...
@@ -193,6 +203,7 @@ class AggregateSpec:
     ci_level: float = 0.95
     replicates: int = 1000
     seed: int = 0
+    buckets: int = 1024
     default_weight: float | None = None
 
     def __post_init__(self) -> None:
@@ -223,6 +234,12 @@ class AggregateSpec:
             )
         if not _is_int(self.seed) or not -(2**63) <= self.seed < 2**63:
             raise ContractError("aggregate.bootstrap.seed", f"must be a 64-bit integer, got {self.seed!r}")
+        if not _is_int(self.buckets) or not (self.buckets == 0 or _MIN_BUCKETS <= self.buckets <= _MAX_BUCKETS):
+            raise ContractError(
+                "aggregate.bootstrap.buckets",
+                f"must be 0 (resample single requests) or an integer from {_MIN_BUCKETS} to {_MAX_BUCKETS}, "
+                f"got {self.buckets!r}",
+            )
         w = self.default_weight
         if w is not None:
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
@@ -252,10 +269,14 @@ class AggregateSpec:
                 raise ContractError(f"{path}.{key}", f"is not a known field; known: {', '.join(sorted(known))}")
         boot = data.get("bootstrap") or {}
         if not isinstance(boot, Mapping):
-            raise ContractError(f"{path}.bootstrap", f"must be a mapping (level, replicates, seed), got {boot!r}")
+            raise ContractError(
+                f"{path}.bootstrap", f"must be a mapping (level, replicates, seed, buckets), got {boot!r}"
+            )
         for key in boot:
-            if key not in {"level", "replicates", "seed"}:
-                raise ContractError(f"{path}.bootstrap.{key}", "is not a known field; known: level, replicates, seed")
+            if key not in {"level", "replicates", "seed", "buckets"}:
+                raise ContractError(
+                    f"{path}.bootstrap.{key}", "is not a known field; known: buckets, level, replicates, seed"
+                )
         kwargs: dict[str, Any] = {}
         if "slices" in data:
             slices = data["slices"] if data["slices"] is not None else []
@@ -267,7 +288,7 @@ class AggregateSpec:
         for key, name in (("min_eligible", "min_eligible"), ("default_weight", "default_weight")):
             if key in data:
                 kwargs[name] = data[key]
-        for key, name in (("level", "ci_level"), ("replicates", "replicates"), ("seed", "seed")):
+        for key, name in (("level", "ci_level"), ("replicates", "replicates"), ("seed", "seed"), ("buckets", "buckets")):
             if key in boot:
                 kwargs[name] = boot[key]
         spec = cls(**kwargs)
@@ -291,7 +312,8 @@ class AggregateSpec:
         return {
             "slices": list(self.slices),
             "min_eligible": self.min_eligible,
-            "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed},
+            "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed,
+                          "buckets": self.buckets},
             "default_weight": self.default_weight,
         }
 
@@ -712,6 +734,18 @@ def _bootstrap_pass(
     per_request = wide.select(
         *slice_cols, *terms, F.coalesce(F.col("_dup").cast("string"), F.col("request_id")).alias("_unit")
     )
+    if spec.buckets:
+        # Random groups: a request's group is a hash of the seed and its id; the group's terms
+        # are exact sums, so drawing the group c times adds c times each member's terms.
+        group = F.pmod(F.xxhash64(F.lit(int(spec.seed)).cast("long"), F.lit("group"), F.col("_unit")),
+                       F.lit(spec.buckets))
+        cell = F.xxhash64(F.lit(0), *[F.coalesce(F.col(c), F.lit("\u0000")) for c in slice_cols])
+        per_request = (
+            per_request.groupBy(*slice_cols, group.alias("_group"))
+            .agg(*[F.sum(n).alias(n) for n in term_names])
+            .select(*slice_cols, *term_names,
+                    F.concat_ws(":", F.col("_group").cast("string"), cell.cast("string")).alias("_unit"))
+        )
     drawn = per_request.select(
         *slice_cols,
         *term_names,

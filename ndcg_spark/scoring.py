@@ -409,7 +409,7 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
 def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:
     """One row per request x K from :func:`_score_prepared`'s ``metrics``, with the NDCG and the
     empty-ideal flag under the contract's policy."""
-    scored = per_request.select("*", F.explode("metrics").alias("m")).drop("metrics").select("*", "m.*").drop("m")
+    scored = per_request.select("*", F.explode_outer("metrics").alias("m")).drop("metrics").select("*", "m.*").drop("m")
     empty = F.col("idcg") <= 0
     if contract.empty_ideal == "zero":
         on_empty = F.lit(0.0)
