@@ -4,6 +4,12 @@ Everything here is native Spark expressions: one shuffle groups each request's c
 an array, the array is sorted once (O(M log M) per request of M candidates) and higher-order
 functions compute the DCG at every K in the same pass. Candidates of different requests are
 never ranked together.
+
+A request with more than :data:`LARGE_REQUEST` candidates (one runaway query among ordinary ones)
+would make that array -- held in one task's memory -- the job's limit. Such requests are found by
+one small counting job and cut, with window functions that spill to disk, to the candidates that
+can still reach the top ``max(K)`` of the displayed list or of the ideal (the counts come from
+every candidate); their memory is then O(max K) and the result is the same.
 """
 
 from __future__ import annotations
@@ -39,6 +45,11 @@ PER_REQUEST_COLUMNS = (
 STAMP_COLUMNS = ("contract_fingerprint",)
 
 _KEYS = ("system", "pool_version", "request_id")
+#: Requests with more candidates than this are cut to the rows that can reach the top max(K)
+#: before their list is collected (see the module docstring).
+LARGE_REQUEST = 10_000
+#: Past this many large requests they are not listed one by one: every request is cut.
+_MAX_LISTED_LARGE = 100_000
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 
@@ -208,11 +219,7 @@ def prepare_candidates(
         return F.col(name).cast("string")
 
     out = candidates.select(
-        (F.col(cols.system).cast("string") if cols.system in present else F.lit(system or "default")).alias("system"),
-        (
-            F.col(cols.pool_version).cast("string") if cols.pool_version in present else F.lit(pool_version)
-        ).cast("string").alias("pool_version"),
-        (ident(cols.request_id) if request_id_as_string else F.col(cols.request_id)).alias("request_id"),
+        *_key_columns(candidates, contract, system, pool_version, request_id_as_string),
         ident(cols.doc_id).alias("doc_id"),
         (F.col(cols.position).cast("double") if contract.order == "position" else F.lit(None).cast("double")).alias(
             "position"
@@ -223,6 +230,20 @@ def prepare_candidates(
     if judgments is not None:
         out = out.join(prepare_judgments(judgments, contract), ["request_id", "doc_id"], "left")
     return out
+
+
+def _key_columns(
+    candidates: DataFrame, contract: Contract, system: str | None, pool_version: str | None, request_id_as_string: bool
+) -> list[Column]:
+    """``system, pool_version, request_id`` of each candidate row (the column mapping applied)."""
+    cols, present = contract.columns, set(candidates.columns)
+    return [
+        (F.col(cols.system).cast("string") if cols.system in present else F.lit(system or "default")).alias("system"),
+        (
+            F.col(cols.pool_version).cast("string") if cols.pool_version in present else F.lit(pool_version)
+        ).cast("string").alias("pool_version"),
+        (F.col(cols.request_id).cast("string") if request_id_as_string else F.col(cols.request_id)).alias("request_id"),
+    ]
 
 
 def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
@@ -247,6 +268,7 @@ def score_requests(
     system: str | None = None,
     pool_version: str | None = None,
     attributes: Attributes | None = None,
+    large_request: int = LARGE_REQUEST,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
 
@@ -259,6 +281,9 @@ def score_requests(
     contract : the declared choices (default :class:`Contract`).
     run_id : stamped on every row.
     attributes : weight and slice columns to carry (:class:`Attributes`).
+    large_request : requests with more candidates are cut to the rows that can reach the top
+        ``max(K)`` before their list is collected (same result, bounded memory). Finding them
+        runs one small counting job when this function is called.
 
     Returns
     -------
@@ -298,7 +323,19 @@ def score_requests(
     rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
         "judged", F.col("grade").isNotNull()
     )
-    per_request = _score_prepared(rows, judgments, contract)
+    # counted on the candidates alone, before any judgments join
+    large = _large_requests(
+        candidates.select(*_key_columns(candidates, contract, system, pool_version, not integer_ids)), large_request
+    )
+    if large is None:
+        per_request = _score_prepared(rows, judgments, contract)
+    elif large == "all":
+        per_request = _score_prepared(rows, judgments, contract, trim=True)
+    else:
+        keys = rows.sparkSession.createDataFrame(large, rows.select(*_KEYS).schema)
+        per_request = _score_prepared(_null_safe_join(rows, keys, "left_anti"), judgments, contract).unionByName(
+            _score_prepared(_null_safe_join(rows, keys, "left_semi"), judgments, contract, trim=True)
+        )
     # attributes join one row per request, before the rows multiply by K
     per_request = _attach_attributes(per_request, candidates, attributes, contract)
     per_request = _per_k_rows(per_request, contract)
@@ -312,9 +349,61 @@ def score_requests(
     )
 
 
-def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Contract) -> DataFrame:
+def _large_requests(keys: DataFrame, threshold: int) -> list | str | None:
+    """The keys of the requests with more than ``threshold`` candidates (one counting job over the
+    key columns), ``"all"`` past :data:`_MAX_LISTED_LARGE` of them, or None when there are none."""
+    found = (
+        keys.groupBy(*_KEYS)
+        .agg(F.count(F.lit(1)).alias("_n"))
+        .filter(F.col("_n") > F.lit(int(threshold)))
+        .select(*_KEYS)
+        .limit(_MAX_LISTED_LARGE + 1)
+        .collect()
+    )
+    if not found:
+        return None
+    return "all" if len(found) > _MAX_LISTED_LARGE else [tuple(r) for r in found]
+
+
+def _null_safe_join(rows: DataFrame, keys: DataFrame, how: str) -> DataFrame:
+    """``rows`` semi/anti-joined to a small table of request keys (a null pool version matches)."""
+    keys = F.broadcast(keys.select(*[F.col(c).alias(f"_k_{c}") for c in _KEYS]))
+    condition = None
+    for c in _KEYS:
+        clause = rows[c].eqNullSafe(keys[f"_k_{c}"])
+        condition = clause if condition is None else condition & clause
+    return rows.join(keys, condition, how)
+
+
+def _trim(rows: DataFrame, contract: Contract, ranked: Column, tie_aware: bool) -> DataFrame:
+    """The rows of each request that can reach the top ``max_k`` of the displayed list, of the
+    ranked list (judged only under ``unjudged: exclude``) or of the ideal, plus every member of a
+    tie group that starts within it; window functions, which spill rather than hold a request."""
+    m = contract.max_k
+    keys = [F.col(c) for c in _KEYS]
+    if contract.order == "position":
+        order = [F.col("position").asc(), F.col("doc_id").asc()]
+    else:
+        order = [F.col("score").desc(), F.col("doc_id").asc()]
+    rows = rows.withColumn("_rn_all", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
+    rows = rows.withColumn("_rn_ranked", F.row_number().over(Window.partitionBy(*keys, ranked).orderBy(*order)))
+    keep = (F.col("_rn_all") <= m) | (ranked & (F.col("_rn_ranked") <= m))
+    if contract.ideal_from == "candidates":
+        by_gain = Window.partitionBy(*keys, ranked).orderBy(F.coalesce(F.col("gain"), F.lit(0.0)).desc())
+        rows = rows.withColumn("_rn_gain", F.row_number().over(by_gain))
+        keep = keep | (ranked & (F.col("_rn_gain") <= m))
+    if tie_aware:
+        keep = keep | (ranked & (F.col("tie_start") < m))
+    return rows.filter(keep).drop("_rn_all", "_rn_ranked", "_rn_gain")
+
+
+def _score_prepared(
+    rows: DataFrame, judgments: DataFrame | None, contract: Contract, *, trim: bool = False
+) -> DataFrame:
     """One row per request (``_KEYS``, counts) with ``metrics``: an array of one struct per K
-    (``k, dcg, idcg, n_unjudged_in_top_k``), exploded by the caller after the attributes join."""
+    (``k, dcg, idcg, n_unjudged_in_top_k``), exploded by the caller after the attributes join.
+    ``trim``: collect only the rows that can reach the top max(K) (:func:`_trim`), and take the
+    counts from every row."""
     ks = contract.k
     keys = [F.col(c) for c in _KEYS]
     tie_aware = contract.order == "score" and contract.ties == "average"
@@ -345,15 +434,24 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
         if contract.ideal_from == "candidates"
         else []
     )
-    grouped = rows.groupBy(*keys).agg(
+    counts = [
+        F.count(F.lit(1)).alias("n_candidates"),
+        F.count("grade").alias("n_judged"),
+        F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
+    ]
+    collected = rows
+    if trim:
+        ranked_rows = F.col("judged") if contract.unjudged == "exclude" else F.lit(True)
+        collected = _trim(rows, contract, ranked_rows, tie_aware)
+    grouped = collected.groupBy(*keys).agg(
         # sort_array orders structs field by field with no comparator lambda (array_sort's
         # default comparator is a lambda, evaluated interpreted for every comparison)
         F.sort_array(F.collect_list(F.struct(*item_fields))).alias("items"),
         *ideal_agg,
-        F.count(F.lit(1)).alias("n_candidates"),
-        F.count("grade").alias("n_judged"),
-        F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
+        *([] if trim else counts),
     )
+    if trim:  # the counts of every candidate, not of the rows kept
+        grouped = _null_safe_join_counts(grouped, rows.groupBy(*keys).agg(*counts))
     if contract.ideal_from == "judgments":
         assert judgments is not None  # checked in prepare_candidates
         ideal = (
@@ -404,6 +502,16 @@ def _score_prepared(rows: DataFrame, judgments: DataFrame | None, contract: Cont
         "n_positive",
         F.array(*per_k).alias("metrics"),
     )
+
+
+def _null_safe_join_counts(grouped: DataFrame, counts: DataFrame) -> DataFrame:
+    """``grouped`` with the per-request counts, matched on the keys with null = null."""
+    renamed = counts.select(*[F.col(c).alias(f"_c_{c}") for c in _KEYS], "n_candidates", "n_judged", "n_positive")
+    condition = None
+    for c in _KEYS:
+        clause = grouped[c].eqNullSafe(renamed[f"_c_{c}"])
+        condition = clause if condition is None else condition & clause
+    return grouped.join(renamed, condition, "inner").drop(*[f"_c_{c}" for c in _KEYS])
 
 
 def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:

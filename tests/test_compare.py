@@ -454,14 +454,14 @@ def job(spark: SparkSession, tmp_path_factory):
     )
     cands.unionByName(dense).write.parquet(str(root / "data" / "candidates3"))
 
-    def config(name: str, compare_section: str) -> Path:
+    def config(name: str, compare_section: str, candidates: str = "candidates3", validation: str = "") -> Path:
         path = root / "conf" / f"{name}.yaml"
         path.parent.mkdir(exist_ok=True)
         path.write_text(textwrap.dedent(f"""
             version: 1
             contract: {{k: [3, 10]}}
             inputs:
-              candidates: {{path: {root / 'data' / 'candidates3'}}}
+              candidates: {{path: {root / 'data' / candidates}}}
               judgments: {{path: {paths['judgments']}}}
             attributes: {{path: {paths['attributes']}, weight: weight, slices: [equipment_rarity]}}
             outputs:
@@ -469,8 +469,10 @@ def job(spark: SparkSession, tmp_path_factory):
               comparison: {{path: out/comparison}}
               aggregate: {{path: out/aggregate}}
               report_dir: out/reports
+              quarantine: {{path: out/quarantine}}
             compare: {compare_section}
             spark: {{master: "local[2]", shuffle_partitions: 2}}
+            validation: {{rules: {{{validation}}}}}
             """))
         return path
 
@@ -509,6 +511,40 @@ def test_console_script_compares_refuses_across_pools_and_opts_in(spark, job, ca
     n_before = table.count()
     assert main(["compare", "--config", str(same), "--run-id", "n1"]) == 0
     assert spark.read.parquet(str(root / "out" / "comparison")).count() == n_before
+
+
+def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spark, job, capsys) -> None:
+    """A bm25 candidate row with no doc id, quarantined: validation sets bm25's whole list of that
+    request aside (no list is scored altered), hybrid's list is scored, and ``compare`` (whose pool
+    summary reads the raw inputs) pairs the other requests, counts this one as hybrid-only and is
+    not refused."""
+    from ndcg_spark.cli import main
+
+    root, config = job
+    cands = spark.read.parquet(str(root / "data" / "candidates3"))
+    first = cands.filter("system = 'bm25'").orderBy("request_id", "position").first()
+    bad = cands.filter(F.col("request_id") == first.request_id).filter("system = 'bm25'").limit(1)
+    bad = bad.withColumn("doc_id", F.lit(None).cast("string")).withColumn("position", F.col("position") + 1000)
+    cands.unionByName(bad).write.parquet(str(root / "data" / "candidates_dirty"))
+    section = "{baseline: bm25, candidate: hybrid, bootstrap: {replicates: 20}, permutations: 19}"
+    dirty = config("dirty", section, candidates="candidates_dirty", validation="doc_id_missing: quarantine")
+    assert main(["score", "--config", str(dirty), "--run-id", "q1"]) == 0
+    assert main(["compare", "--config", str(dirty), "--run-id", "q1"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    quarantined = spark.read.parquet(str(root / "out" / "quarantine")).filter("run_id = 'q1'")
+    assert {r.request_id for r in quarantined.select("request_id").distinct().collect()} == {first.request_id}
+    per_request = spark.read.parquet(str(root / "out" / "per_request")).filter("run_id = 'q1'")
+    this = per_request.filter(F.col("request_id") == first.request_id)
+    assert this.filter("system = 'bm25'").count() == 0 and this.filter("system = 'hybrid'").count() == 2
+    n_requests = per_request.filter("system IN ('bm25', 'hybrid')").select("request_id").distinct().count()
+    row = spark.read.parquet(str(root / "out" / "comparison")).filter(
+        "run_id = 'q1' AND baseline = 'bm25' AND candidate = 'hybrid' AND slice_dimension = 'overall' AND k = 10"
+    ).first()
+    assert row.comparison_kind == "reranker", row
+    categories = ("n_paired", "n_only_baseline_missing", "n_only_baseline_empty", "n_only_candidate_missing",
+                  "n_only_candidate_empty", "n_neither")
+    assert sum(row[c] for c in categories) == n_requests == 200, row  # every request accounted for once
+    assert row.n_only_baseline_missing == 0 and row.n_only_candidate_missing + row.n_neither >= 1, row
 
 
 def test_the_sample_dense_pool_is_optional_and_leaves_the_default_output_unchanged(spark) -> None:

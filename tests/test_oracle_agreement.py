@@ -407,6 +407,59 @@ def test_spark_agrees_with_oracle(agreement, combo):
     )
 
 
+# ------------------------------------------------------------------ large requests, cut first
+#: K small enough that most lists (up to 60 candidates) are cut to their top 5 before collecting
+KS_CUT = [1, 3, 5]
+CUT_COMBOS = [("table", ot, i, u, "exclude") for ot in ORDER_TIES for i in IDEAL_FROM for u in UNJUDGED]
+
+
+@pytest.fixture(scope="module")
+def cut_agreement(data):
+    """The same comparison with the large-request path forced: ``large_request=5`` sends every
+    request of more than 5 candidates through the cut (the others through the plain path, so the
+    two are unioned); then, with the listing limit patched to 10, every request is cut."""
+    from ndcg_spark import Contract, score_requests
+    from ndcg_spark import scoring
+
+    d = data["small"]
+    cdf, jdf = d["frames"]
+
+    def run(combo):
+        try:
+            choices = _choices(combo)
+            out = score_requests(cdf, jdf, Contract(k=KS_CUT, **choices), run_id="cut", large_request=5)
+            rows = out.select(*COMPARED).collect()
+            return combo, _mismatches(rows, score_prepared(d["prepared"], k=KS_CUT, **choices))
+        except Exception as exc:  # reported by the combination's own test
+            return combo, exc
+
+    results = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results["listed"] = dict(pool.map(run, CUT_COMBOS))
+    listed_limit = scoring._MAX_LISTED_LARGE
+    scoring._MAX_LISTED_LARGE = 10
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results["all"] = dict(pool.map(run, CUT_COMBOS[::3]))
+    finally:
+        scoring._MAX_LISTED_LARGE = listed_limit
+    return results
+
+
+@pytest.mark.parametrize(
+    "mode, combo",
+    [pytest.param("listed", c, id="listed-" + _combo_id(c)) for c in CUT_COMBOS]
+    + [pytest.param("all", c, id="all-" + _combo_id(c)) for c in CUT_COMBOS[::3]],
+)
+def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(cut_agreement, mode, combo):
+    result = cut_agreement[mode][combo]
+    if isinstance(result, BaseException):
+        raise result
+    assert not result, f"{mode} {_combo_id(combo)}: {len(result)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
+        result[:15]
+    )
+
+
 def test_empty_ideal_error_raises_when_an_empty_request_exists(data):
     from ndcg_spark import Contract, score_requests
     from ndcg_spark.errors import EmptyIdealError
