@@ -17,7 +17,7 @@ from ndcg_spark.config import JobConfig, Source
 from ndcg_spark.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.io import clear_run, read_run, read_source, write_run_partitioned
-from ndcg_spark.scoring import Attributes, score_requests
+from ndcg_spark.scoring import LARGE_REQUEST, Attributes, score_requests
 from ndcg_spark.validation import RowAccounting, ValidationSpec, job_validation, validate_inputs
 
 
@@ -48,6 +48,12 @@ def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageRes
     spec, quarantine_target = job_validation(config)
     with spark_errors_as_input_errors("stage 1"):
         return _score_stage(spark, config, run_id, spec, quarantine_target)
+
+
+def _guarded(spec: ValidationSpec) -> bool:
+    """Whether validation lets no request with more than LARGE_REQUEST candidates through."""
+    cap = spec.max_candidates_per_request
+    return cap is not None and cap <= LARGE_REQUEST
 
 
 def _score_stage(
@@ -82,6 +88,8 @@ def _score_stage(
             system=config.system,
             pool_version=config.pool_version,
             attributes=validated.attributes,
+            # the skew guard already kept every larger request out: no need to look for them
+            large_request=None if _guarded(spec) else LARGE_REQUEST,
         )
         if quarantine_target is not None:
             if validated.quarantine is not None and validated.accounting.rows_quarantined:

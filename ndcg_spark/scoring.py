@@ -268,7 +268,7 @@ def score_requests(
     system: str | None = None,
     pool_version: str | None = None,
     attributes: Attributes | None = None,
-    large_request: int = LARGE_REQUEST,
+    large_request: int | None = LARGE_REQUEST,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
 
@@ -283,7 +283,8 @@ def score_requests(
     attributes : weight and slice columns to carry (:class:`Attributes`).
     large_request : requests with more candidates are cut to the rows that can reach the top
         ``max(K)`` before their list is collected (same result, bounded memory). Finding them
-        runs one small counting job when this function is called.
+        runs one small counting job when this function is called; ``None`` skips it (for inputs
+        already known to hold no such request, e.g. after the job's skew guard).
 
     Returns
     -------
@@ -324,7 +325,7 @@ def score_requests(
         "judged", F.col("grade").isNotNull()
     )
     # counted on the candidates alone, before any judgments join
-    large = _large_requests(
+    large = None if large_request is None else _large_requests(
         candidates.select(*_key_columns(candidates, contract, system, pool_version, not integer_ids)), large_request
     )
     if large is None:
