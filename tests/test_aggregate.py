@@ -270,6 +270,33 @@ def _simulated(spark, datasets: int, requests: int, seed: int):
     )
 
 
+def _coverage(out):
+    """Over the ``dataset`` slices of ``out`` (datasets of :func:`_simulated`): how many, the
+    share of macro and of weighted intervals covering the true mean, the mean macro width."""
+    truth_macro, truth_weighted = 1 / 3, 4 / 9
+    return (
+        out.filter("slice_dimension = 'dataset'")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.avg(((F.col("macro_ci_low") <= truth_macro) & (truth_macro <= F.col("macro_ci_high"))).cast("double"))
+            .alias("macro"),
+            F.avg(((F.col("weighted_ci_low") <= truth_weighted) & (truth_weighted <= F.col("weighted_ci_high")))
+                  .cast("double")).alias("weighted"),
+            F.avg(F.col("macro_ci_high") - F.col("macro_ci_low")).alias("width"),
+        )
+        .collect()[0]
+    )
+
+
+def _assert_coverage(row, *, datasets: int, band: tuple[float, float], eligible: int, rel_width: float) -> None:
+    message = f"coverage macro {row['macro']:.3f}, weighted {row['weighted']:.3f}, mean width {row['width']:.4f}"
+    assert row["n"] == datasets, message
+    assert band[0] <= row["macro"] <= band[1], message
+    assert band[0] <= row["weighted"] <= band[1], message
+    # the width matches the normal-theory 2 * 1.96 * sd / sqrt(n): sd(u^2) = sqrt(4/45)
+    assert row["width"] == pytest.approx(2 * 1.96 * math.sqrt(4 / 45) / math.sqrt(eligible), rel=rel_width), message
+
+
 def test_interval_covers_the_true_mean_at_about_the_declared_rate(spark):
     """200 simulated datasets of 60 requests (about 54 eligible), evaluated in one Spark job as
     200 slices; 95% percentile intervals from 200 replicates each. Coverage of a percentile
@@ -279,25 +306,7 @@ def test_interval_covers_the_true_mean_at_about_the_declared_rate(spark):
     every one of the 60 requests a group of its own)."""
     table = _simulated(spark, datasets=200, requests=60, seed=5)
     out = aggregate(table, AggregateSpec(slices=("dataset",), min_eligible=1, replicates=200, seed=11))
-    truth_macro, truth_weighted = 1 / 3, 4 / 9
-    row = (
-        out.filter("slice_dimension = 'dataset'")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.avg(((F.col("macro_ci_low") <= truth_macro) & (truth_macro <= F.col("macro_ci_high"))).cast("double"))
-            .alias("macro"),
-            F.avg(((F.col("weighted_ci_low") <= truth_weighted) & (truth_weighted <= F.col("weighted_ci_high")))
-                  .cast("double")).alias("weighted"),
-            F.avg(F.col("macro_ci_high") - F.col("macro_ci_low")).alias("width"),
-        )
-        .collect()[0]
-    )
-    message = f"coverage macro {row['macro']:.3f}, weighted {row['weighted']:.3f}, mean width {row['width']:.3f}"
-    assert row["n"] == 200, message
-    assert 0.88 <= row["macro"] <= 0.99, message
-    assert 0.88 <= row["weighted"] <= 0.99, message
-    # the width matches the normal-theory 2 * 1.96 * sd / sqrt(n): sd(u^2) = sqrt(4/45), n ~ 54
-    assert row["width"] == pytest.approx(2 * 1.96 * math.sqrt(4 / 45) / math.sqrt(54), rel=0.15), message
+    _assert_coverage(_coverage(out), datasets=200, band=(0.88, 0.99), eligible=54, rel_width=0.15)
 
 
 def test_random_group_intervals_cover_large_slices_at_about_the_declared_rate(spark):
@@ -306,28 +315,11 @@ def test_random_group_intervals_cover_large_slices_at_about_the_declared_rate(sp
     replicates. The group sums are i.i.d. across groups, so the percentile interval of the ratio
     of sums still covers at about the nominal rate, only with 32 units' worth of precision in
     its width. Binomial standard error at 150 datasets: 0.018, hence the band [0.88, 0.995]
-    (measured with these seeds: 0.907 macro, 0.920 weighted, width 0.0491 against 0.0503). With 32 groups the intervals are
-    as wide as the request bootstrap's up to the noise of 32 units: within 25 % of normal theory."""
+    (measured with these seeds: 0.907 macro, 0.920 weighted, width 0.0491 against 0.0503). With
+    32 groups the widths carry the noise of 32 units: within 25 % of normal theory."""
     table = _simulated(spark, datasets=150, requests=600, seed=8)
     out = aggregate(table, AggregateSpec(slices=("dataset",), min_eligible=1, replicates=200, seed=3, buckets=32))
-    truth_macro, truth_weighted = 1 / 3, 4 / 9
-    row = (
-        out.filter("slice_dimension = 'dataset'")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.avg(((F.col("macro_ci_low") <= truth_macro) & (truth_macro <= F.col("macro_ci_high"))).cast("double"))
-            .alias("macro"),
-            F.avg(((F.col("weighted_ci_low") <= truth_weighted) & (truth_weighted <= F.col("weighted_ci_high")))
-                  .cast("double")).alias("weighted"),
-            F.avg(F.col("macro_ci_high") - F.col("macro_ci_low")).alias("width"),
-        )
-        .collect()[0]
-    )
-    message = f"coverage macro {row['macro']:.3f}, weighted {row['weighted']:.3f}, mean width {row['width']:.4f}"
-    assert row["n"] == 150, message
-    assert 0.88 <= row["macro"] <= 0.995, message
-    assert 0.88 <= row["weighted"] <= 0.995, message
-    assert row["width"] == pytest.approx(2 * 1.96 * math.sqrt(4 / 45) / math.sqrt(540), rel=0.25), message
+    _assert_coverage(_coverage(out), datasets=150, band=(0.88, 0.995), eligible=540, rel_width=0.25)
 
 
 @pytest.mark.parametrize("buckets", [0, 16], ids=["request-bootstrap", "random-groups"])
