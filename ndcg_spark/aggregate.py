@@ -66,6 +66,7 @@ from pyspark.sql import types as T
 
 from ndcg_spark.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.frames import join_null_safe
 
 #: ``slice_dimension`` / ``slice_value`` of the row that covers every request of its group.
 OVERALL = "overall"
@@ -427,7 +428,7 @@ def aggregate(
     point = _point_estimates(rows, spec, slice_cols, scan)
     if spec.replicates and scan.groups:
         intervals = _bootstrap_intervals(rows, spec, slice_cols, scan)
-        out = _join_null_safe(point, intervals, (*GROUP_KEYS, "slice_dimension", "slice_value"), "left")
+        out = join_null_safe(point, intervals, (*GROUP_KEYS, "slice_dimension", "slice_value"), "left")
     else:
         out = point
         for name in ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighted_ci_high"):
@@ -435,32 +436,14 @@ def aggregate(
     from ndcg_spark import __version__
 
     stamp = F.current_timestamp() if created_at is None else F.lit(created_at).cast("timestamp")
-    return out.select(
-        "run_id",
-        "system",
-        "pool_version",
-        "k",
-        "slice_dimension",
-        "slice_value",
-        "macro_ndcg",
-        "macro_ci_low",
-        "macro_ci_high",
-        "weighted_ndcg",
-        "weighted_ci_low",
-        "weighted_ci_high",
-        "n_eligible",
-        "n_empty_ideal",
-        "n_requests",
-        "weight_eligible",
-        "weight_all",
-        "unjudged_share",
-        (F.col("n_eligible") < F.lit(spec.min_eligible)).alias("below_min_eligible"),
-        F.lit(spec.min_eligible).cast("int").alias("min_eligible"),
-        (F.lit(spec.ci_level) if spec.replicates else F.lit(None)).cast("double").alias("ci_level"),
-        "contract_fingerprint",
-        F.lit(__version__).alias("code_version"),
-        stamp.alias("created_at"),
-    )
+    computed = {
+        "below_min_eligible": F.col("n_eligible") < F.lit(spec.min_eligible),
+        "min_eligible": F.lit(spec.min_eligible).cast("int"),
+        "ci_level": (F.lit(spec.ci_level) if spec.replicates else F.lit(None)).cast("double"),
+        "code_version": F.lit(__version__),
+        "created_at": stamp,
+    }
+    return out.select(*[computed[c].alias(c) if c in computed else F.col(c) for c in AGGREGATE_COLUMNS])
 
 
 def _prepare(per_request: DataFrame, spec: AggregateSpec) -> tuple[DataFrame, list[str]]:
@@ -669,7 +652,7 @@ def _bootstrap_intervals(rows: DataFrame, spec: AggregateSpec, slice_cols: list[
         [(i, *g) for i, g in enumerate(scan.groups)],
         T.StructType([T.StructField("_g", T.IntegerType(), False), *[rows.schema[c] for c in GROUP_KEYS]]),
     )
-    indexed = _join_null_safe(rows, F.broadcast(group_table), GROUP_KEYS, "inner")
+    indexed = join_null_safe(rows, F.broadcast(group_table), GROUP_KEYS, "inner")
     lo, hi = spec.quantiles
     passes = []
     for start in range(0, len(scan.groups), _GROUPS_PER_PASS):
@@ -775,18 +758,6 @@ def _bootstrap_pass(
     )
 
 
-def _join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str], how: str) -> DataFrame:
-    """Join on ``keys`` treating null = null as a match (a null pool version or slice value is a
-    value like any other), keeping the left side's key columns."""
-    renamed = right.select(*[F.col(c).alias(f"_r_{c}") if c in keys else F.col(c) for c in right.columns])
-    condition = None
-    for key in keys:
-        clause = left[key].eqNullSafe(renamed[f"_r_{key}"])
-        condition = clause if condition is None else condition & clause
-    joined = left.join(renamed, condition, how)
-    return joined.drop(*[f"_r_{c}" for c in keys])
-
-
 # -------------------------------------------------------------------------------------- audit
 def audit(aggregates: DataFrame) -> DataFrame:
     """Per slice dimension, the worst slice by macro NDCG and its gap to the overall mean.
@@ -857,8 +828,8 @@ def audit(aggregates: DataFrame) -> DataFrame:
             F.col("n_eligible").alias("worst_n_eligible"),
         )
     )
-    out = _join_null_safe(counts, worst, (*keys, "slice_dimension"), "left")
-    out = _join_null_safe(out, overall, keys, "left")
+    out = join_null_safe(counts, worst, (*keys, "slice_dimension"), "left")
+    out = join_null_safe(out, overall, keys, "left")
     missing_stamps = {
         "min_eligible": F.lit(None).cast("int"),
         "ci_level": F.lit(None).cast("double"),

@@ -70,7 +70,8 @@ from pyspark.sql import functions as F
 from ndcg_spark.aggregate import OVERALL, OVERALL_VALUE, poisson_weight
 from ndcg_spark.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError, NdcgError
-from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_judgments
+from ndcg_spark.frames import join_null_safe
+from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_judgments, request_keys, require_column
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -379,20 +380,12 @@ def pool_summary(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     cols = contract.columns
-    needed = [cols.request_id, cols.doc_id] + ([cols.grade] if judgments is None else [])
-    missing = [c for c in needed if c not in candidates.columns]
-    if missing:
-        raise InputError(
-            f"candidates: missing column(s) {', '.join(missing)} (map them with contract.columns); "
-            f"columns present: {', '.join(sorted(candidates.columns))}"
-        )
-    present = set(candidates.columns)
+    require_column(candidates, cols.request_id, "request_id", "candidates")
+    require_column(candidates, cols.doc_id, "doc_id", "candidates")
+    if judgments is None:
+        require_column(candidates, cols.grade, "grade", "candidates (no judgments table given)", numeric=True)
     rows = candidates.select(
-        (F.col(cols.system) if cols.system in present else F.lit(system or "default")).cast("string").alias("system"),
-        (F.col(cols.pool_version) if cols.pool_version in present else F.lit(pool_version)).cast("string").alias(
-            "pool_version"
-        ),
-        F.col(cols.request_id).cast("string").alias("request_id"),
+        *request_keys(candidates, contract, system, pool_version),
         F.col(cols.doc_id).cast("string").alias("doc_id"),
         *([F.col(cols.grade).cast("double").alias("grade")] if judgments is None else []),
     )
@@ -545,13 +538,6 @@ def sign_flip(seed: int, replicate: Column, request_id: Column) -> Column:
     """
     h = F.xxhash64(F.lit(int(seed)).cast("long"), F.lit("sign_flip"), replicate.cast("int"), request_id.cast("string"))
     return F.lit(1) - F.lit(2) * F.shiftrightunsigned(h, 63).cast("int")
-
-
-def _join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str], how: str = "inner") -> DataFrame:
-    """Join on ``keys`` treating null = null as a match (a slice value may be null)."""
-    renamed = right.select(*[F.col(c).alias(f"_r_{c}") if c in keys else F.col(c) for c in right.columns])
-    cond = [left[c].eqNullSafe(renamed[f"_r_{c}"]) for c in keys]
-    return left.join(renamed, cond, how).drop(*[f"_r_{c}" for c in keys])
 
 
 def _ratio(num: Column, den: Column) -> Column:
@@ -796,7 +782,7 @@ def _compare_prepared(
             return F.abs(F.col(t)) >= F.abs(F.col(obs)) - F.lit(EXTREME_TOLERANCE) * F.col(scale)
 
         stats = (
-            _join_null_safe(
+            join_null_safe(
                 _replicates(rows, slices, info["ks"], spec),
                 point.select(*group, "t_macro", "t_weighted", "abs_macro", "abs_weighted"),
                 group,
@@ -809,7 +795,7 @@ def _compare_prepared(
                 F.count(F.when((r <= R) & extreme("t_swd", "t_weighted", "abs_weighted"), True)).alias("x_w"),
             )
         )
-        out = _join_null_safe(point, stats, group, "left")
+        out = join_null_safe(point, stats, group, "left")
     else:
         out = point.select("*", *[F.lit(None).alias(c) for c in ("ci_m", "ci_w", "x_m", "x_w")])
 

@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 
 from ndcg_spark.contract import Contract, GainMapping, validate_identifier
 from ndcg_spark.errors import EmptyIdealError, InputError
+from ndcg_spark.frames import join_null_safe
 
 #: The columns of the per-request table, in order (slice columns follow ``weight``).
 PER_REQUEST_COLUMNS = (
@@ -168,7 +169,7 @@ def _expected_dcg(items: Column, k: int, prefix: list[float]) -> Column:
     )
 
 
-def _require(df: DataFrame, name: str, role: str, table: str, numeric: bool = False) -> None:
+def require_column(df: DataFrame, name: str, role: str, table: str, numeric: bool = False) -> None:
     fields = {f.name: f.dataType for f in df.schema.fields}
     if name not in fields:
         raise InputError(
@@ -201,14 +202,14 @@ def prepare_candidates(
     """
     cols = contract.columns
     present = set(candidates.columns)
-    _require(candidates, cols.request_id, "request_id", "candidates")
-    _require(candidates, cols.doc_id, "doc_id", "candidates")
+    require_column(candidates, cols.request_id, "request_id", "candidates")
+    require_column(candidates, cols.doc_id, "doc_id", "candidates")
     if contract.order == "position":
-        _require(candidates, cols.position, "position", "candidates", numeric=True)
+        require_column(candidates, cols.position, "position", "candidates", numeric=True)
     else:
-        _require(candidates, cols.score, "score", "candidates", numeric=True)
+        require_column(candidates, cols.score, "score", "candidates", numeric=True)
     if judgments is None:
-        _require(candidates, cols.grade, "grade", "candidates (no judgments table given)", numeric=True)
+        require_column(candidates, cols.grade, "grade", "candidates (no judgments table given)", numeric=True)
         if contract.ideal_from == "judgments":
             raise InputError(
                 "contract.ideal_from: 'judgments' needs a separate judgments table (the ideal must include "
@@ -219,7 +220,7 @@ def prepare_candidates(
         return F.col(name).cast("string")
 
     out = candidates.select(
-        *_key_columns(candidates, contract, system, pool_version, request_id_as_string),
+        *request_keys(candidates, contract, system, pool_version, request_id_as_string),
         ident(cols.doc_id).alias("doc_id"),
         (F.col(cols.position).cast("double") if contract.order == "position" else F.lit(None).cast("double")).alias(
             "position"
@@ -232,8 +233,12 @@ def prepare_candidates(
     return out
 
 
-def _key_columns(
-    candidates: DataFrame, contract: Contract, system: str | None, pool_version: str | None, request_id_as_string: bool
+def request_keys(
+    candidates: DataFrame,
+    contract: Contract,
+    system: str | None,
+    pool_version: str | None,
+    request_id_as_string: bool = True,
 ) -> list[Column]:
     """``system, pool_version, request_id`` of each candidate row (the column mapping applied)."""
     cols, present = contract.columns, set(candidates.columns)
@@ -249,9 +254,9 @@ def _key_columns(
 def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
     """``request_id, doc_id, grade`` from a judgments table, with the column mapping applied."""
     cols = contract.columns
-    _require(judgments, cols.request_id, "request_id", "judgments")
-    _require(judgments, cols.doc_id, "doc_id", "judgments")
-    _require(judgments, cols.grade, "grade", "judgments", numeric=True)
+    require_column(judgments, cols.request_id, "request_id", "judgments")
+    require_column(judgments, cols.doc_id, "doc_id", "judgments")
+    require_column(judgments, cols.grade, "grade", "judgments", numeric=True)
     return judgments.select(
         F.col(cols.request_id).cast("string").alias("request_id"),
         F.col(cols.doc_id).cast("string").alias("doc_id"),
@@ -326,7 +331,7 @@ def score_requests(
     )
     # counted on the candidates alone, before any judgments join
     large = None if large_request is None else _large_requests(
-        candidates.select(*_key_columns(candidates, contract, system, pool_version, not integer_ids)), large_request
+        candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)), large_request
     )
     if large is None:
         per_request = _score_prepared(rows, judgments, contract)
@@ -334,8 +339,9 @@ def score_requests(
         per_request = _score_prepared(rows, judgments, contract, trim=True)
     else:
         keys = rows.sparkSession.createDataFrame(large, rows.select(*_KEYS).schema)
-        per_request = _score_prepared(_null_safe_join(rows, keys, "left_anti"), judgments, contract).unionByName(
-            _score_prepared(_null_safe_join(rows, keys, "left_semi"), judgments, contract, trim=True)
+        keys = F.broadcast(keys)
+        per_request = _score_prepared(join_null_safe(rows, keys, _KEYS, "left_anti"), judgments, contract).unionByName(
+            _score_prepared(join_null_safe(rows, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
         )
     # attributes join one row per request, before the rows multiply by K
     per_request = _attach_attributes(per_request, candidates, attributes, contract)
@@ -364,16 +370,6 @@ def _large_requests(keys: DataFrame, threshold: int) -> list | str | None:
     if not found:
         return None
     return "all" if len(found) > _MAX_LISTED_LARGE else [tuple(r) for r in found]
-
-
-def _null_safe_join(rows: DataFrame, keys: DataFrame, how: str) -> DataFrame:
-    """``rows`` semi/anti-joined to a small table of request keys (a null pool version matches)."""
-    keys = F.broadcast(keys.select(*[F.col(c).alias(f"_k_{c}") for c in _KEYS]))
-    condition = None
-    for c in _KEYS:
-        clause = rows[c].eqNullSafe(keys[f"_k_{c}"])
-        condition = clause if condition is None else condition & clause
-    return rows.join(keys, condition, how)
 
 
 def _trim(rows: DataFrame, contract: Contract, ranked: Column, tie_aware: bool) -> DataFrame:
@@ -452,7 +448,7 @@ def _score_prepared(
         *([] if trim else counts),
     )
     if trim:  # the counts of every candidate, not of the rows kept
-        grouped = _null_safe_join_counts(grouped, rows.groupBy(*keys).agg(*counts))
+        grouped = join_null_safe(grouped, rows.groupBy(*keys).agg(*counts), _KEYS)
     if contract.ideal_from == "judgments":
         assert judgments is not None  # checked in prepare_candidates
         ideal = (
@@ -505,16 +501,6 @@ def _score_prepared(
     )
 
 
-def _null_safe_join_counts(grouped: DataFrame, counts: DataFrame) -> DataFrame:
-    """``grouped`` with the per-request counts, matched on the keys with null = null."""
-    renamed = counts.select(*[F.col(c).alias(f"_c_{c}") for c in _KEYS], "n_candidates", "n_judged", "n_positive")
-    condition = None
-    for c in _KEYS:
-        clause = grouped[c].eqNullSafe(renamed[f"_c_{c}"])
-        condition = clause if condition is None else condition & clause
-    return grouped.join(renamed, condition, "inner").drop(*[f"_c_{c}" for c in _KEYS])
-
-
 def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:
     """One row per request x K from :func:`_score_prepared`'s ``metrics``, with the NDCG and the
     empty-ideal flag under the contract's policy."""
@@ -540,9 +526,9 @@ def _attach_attributes(
         else:
             source_df, source_name = candidates, "candidates"
             source_id = contract.columns.request_id
-        _require(source_df, source_id, "request_id", source_name)
+        require_column(source_df, source_id, "request_id", source_name)
         for c in wanted:
-            _require(source_df, c, c, source_name, numeric=(c == attributes.weight))
+            require_column(source_df, c, c, source_name, numeric=(c == attributes.weight))
         # min() per request keeps the choice deterministic should a column vary within a request.
         attrs = source_df.groupBy(F.col(source_id).cast("string").alias("request_id")).agg(
             *[F.min(c).alias(c) for c in wanted]
