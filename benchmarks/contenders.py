@@ -9,6 +9,8 @@ used to check that the contenders computed the same thing.
                 weight and three slices from an attributes table) written as Parquet, then
                 stage 2 (:func:`ndcg_spark.aggregate`: every slice, bootstrap
                 intervals) read from it and written.
+``ndcg_spark_collecting``  the same with ``dense_plan=False`` (not run by default): every
+                request's candidates collected into an array and sorted.
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
                 relevant doc ids, both as ``array<double>``.
@@ -79,7 +81,13 @@ def _session(shuffle_partitions: int | None, conf: dict[str, str]):
 
 
 # ----------------------------------------------------------------------------------- ndcg-spark
-def run_ndcg_spark(args: argparse.Namespace) -> dict:
+def run_ndcg_spark_collecting(args: argparse.Namespace) -> dict:
+    """(a) with the dense-position plan switched off: every request's candidates collected and
+    sorted (the plan the job uses for lists that are not in dense position order)."""
+    return run_ndcg_spark(args, dense_plan=False)
+
+
+def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
     started = time.perf_counter()
     spark = _session(args.shuffle_partitions, dict(args.conf))
     jvm = _JvmPeak(spark)
@@ -95,7 +103,7 @@ def run_ndcg_spark(args: argparse.Namespace) -> dict:
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     candidates = spark.read.parquet(str(data / "candidates"))
     per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
-                                 pool_version="bench", attributes=attributes)
+                                 pool_version="bench", attributes=attributes, dense_plan=dense_plan)
     per_request.write.mode("overwrite").parquet(str(out / "per_request"))
     t1 = time.perf_counter()
     spec = AggregateSpec(slices=SLICES, replicates=args.replicates, min_eligible=30)
@@ -251,7 +259,8 @@ def run_numpy(args: argparse.Namespace) -> dict:
     return result
 
 
-CONTENDERS = {"ndcg_spark": run_ndcg_spark, "evaluator": run_evaluator, "numpy": run_numpy}
+CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
+              "evaluator": run_evaluator, "numpy": run_numpy}
 
 
 def main(argv: list[str] | None = None) -> int:

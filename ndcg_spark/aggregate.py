@@ -52,8 +52,10 @@ nine times as often as ``q2``: (9 * 1.0 + 1 * 0.6309) / 10.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
+import operator
 import sys
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -506,27 +508,29 @@ def _scan(rows: DataFrame) -> _Scan:
     stats = (
         rows.groupBy(*GROUP_KEYS)
         .agg(
+            # numeric aggregates only: a string min here would turn the job into a sort of every
+            # row (measured 10.7 s vs 2.8 s warm on 4M rows); the example is looked up on failure
             F.count(F.when(bad_weight, 1)).alias("n_bad_weight"),
-            F.min(F.when(bad_weight, F.col("request_id"))).alias("bad_weight_example"),
             F.count(F.when(bad_ndcg, 1)).alias("n_bad_ndcg"),
-            F.min(F.when(bad_ndcg, F.col("request_id"))).alias("bad_ndcg_example"),
             F.max(F.when(~bad_weight, weight)).alias("max_weight"),
             F.min(F.when(~bad_weight, weight)).alias("min_weight"),
         )
         .orderBy(*[F.col(c).asc_nulls_first() for c in GROUP_KEYS])
         .collect()
     )
-    for what, rule, hint in (
-        ("weight", "weight_invalid", "weights must be non-negative numbers; aggregate.default_weight gives a "
-         "missing one a value"),
-        ("ndcg", "ndcg_out_of_range", "NDCG lies in [0, 1]; is this a per-request table written by stage 1?"),
+    for what, bad, rule, hint in (
+        ("weight", bad_weight, "weight_invalid", "weights must be non-negative numbers; aggregate.default_weight "
+         "gives a missing one a value"),
+        ("ndcg", bad_ndcg, "ndcg_out_of_range", "NDCG lies in [0, 1]; is this a per-request table written by stage 1?"),
     ):
         broken = [r for r in stats if r[f"n_bad_{what}"]]
         if broken:
             n, first = sum(r[f"n_bad_{what}"] for r in broken), broken[0]
+            in_first = [F.col(c).eqNullSafe(F.lit(first[c])) for c in GROUP_KEYS]
+            example = rows.filter(functools.reduce(operator.and_, in_first, bad)).agg(F.min("request_id")).first()[0]
             raise InputError(
                 f"per_request.{what}: {n} row(s) have a missing, negative, NaN or out-of-range {what} "
-                f"(rule: {rule}), e.g. request {first[f'bad_{what}_example']!r} of system {first['system']!r} "
+                f"(rule: {rule}), e.g. request {example!r} of system {first['system']!r} "
                 f"at k={first['k']}; {hint}"
             )
     max_weight = max((r["max_weight"] or 0.0 for r in stats), default=0.0)

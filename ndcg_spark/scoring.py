@@ -3,7 +3,8 @@
 Everything here is native Spark expressions: one shuffle groups each request's candidates into
 an array, the array is sorted once (O(M log M) per request of M candidates) and higher-order
 functions compute the DCG at every K in the same pass. Candidates of different requests are
-never ranked together.
+never ranked together. Requests displayed in dense position order skip the array altogether
+(:mod:`ndcg_spark.dense`: hash aggregates, the same result).
 
 A request with more than :data:`LARGE_REQUEST` candidates (one runaway query among ordinary ones)
 would make that array -- held in one task's memory -- the job's limit. Such requests are found by
@@ -22,6 +23,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ndcg_spark import dense
 from ndcg_spark.contract import Contract, GainMapping, validate_identifier
 from ndcg_spark.errors import EmptyIdealError, InputError
 from ndcg_spark.frames import join_null_safe
@@ -274,6 +276,7 @@ def score_requests(
     pool_version: str | None = None,
     attributes: Attributes | None = None,
     large_request: int | None = LARGE_REQUEST,
+    dense_plan: bool = True,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
 
@@ -290,6 +293,10 @@ def score_requests(
         ``max(K)`` before their list is collected (same result, bounded memory). Finding them
         runs one small counting job when this function is called; ``None`` skips it (for inputs
         already known to hold no such request, e.g. after the job's skew guard).
+    dense_plan : score the requests displayed in dense position order (1, 2, 3, ... or 0, 1, 2,
+        ... each once) with hash aggregates instead of collecting and sorting their candidates
+        (:mod:`ndcg_spark.dense`; same result, checked per request, one extra survey job when the
+        contract allows it). ``False`` always collects (kept to compare the two plans).
 
     Returns
     -------
@@ -329,20 +336,39 @@ def score_requests(
     rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
         "judged", F.col("grade").isNotNull()
     )
-    # counted on the candidates alone, before any judgments join
-    large = None if large_request is None else _large_requests(
-        candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)), large_request
-    )
-    if large is None:
-        per_request = _score_prepared(rows, judgments, contract)
-    elif large == "all":
-        per_request = _score_prepared(rows, judgments, contract, trim=True)
+    scored_dense, rest = None, rows
+    if dense_plan and dense.applies(contract):
+        # the key columns given as literals are the same on every row: not grouped on
+        constants = {
+            name: F.lit(value).cast("string")
+            for name, column, value in (("system", contract.columns.system, system or "default"),
+                                        ("pool_version", contract.columns.pool_version, pool_version))
+            if column not in candidates.columns
+        }
+        varying = tuple(k for k in _KEYS if k not in constants)
+        levels, not_dense = dense.survey(rows, contract, varying)
+        if levels is not None and not_dense != "all":
+            scored_dense = dense.score_dense(rows, contract, varying, levels, constants)
+            rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
+    if rest is None:
+        per_request = scored_dense
     else:
-        keys = rows.sparkSession.createDataFrame(large, rows.select(*_KEYS).schema)
-        keys = F.broadcast(keys)
-        per_request = _score_prepared(join_null_safe(rows, keys, _KEYS, "left_anti"), judgments, contract).unionByName(
-            _score_prepared(join_null_safe(rows, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
+        # counted on the candidates alone, before any judgments join
+        large = None if large_request is None else _large_requests(
+            candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
+            large_request,
         )
+        if large is None:
+            per_request = _score_prepared(rest, judgments, contract)
+        elif large == "all":
+            per_request = _score_prepared(rest, judgments, contract, trim=True)
+        else:
+            keys = _keys_frame(rest, large)
+            per_request = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_anti"), judgments, contract).unionByName(
+                _score_prepared(join_null_safe(rest, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
+            )
+        if scored_dense is not None:
+            per_request = scored_dense.unionByName(per_request)
     # attributes join one row per request, before the rows multiply by K
     per_request = _attach_attributes(per_request, candidates, attributes, contract)
     per_request = _per_k_rows(per_request, contract)
@@ -354,6 +380,11 @@ def score_requests(
         *attributes.slices,
         F.lit(contract.fingerprint).alias("contract_fingerprint"),
     )
+
+
+def _keys_frame(rows: DataFrame, keys: list, names: tuple[str, ...] = _KEYS) -> DataFrame:
+    """A broadcast table of request keys (tuples of the ``names`` columns) typed like ``rows``'."""
+    return F.broadcast(rows.sparkSession.createDataFrame(keys, rows.select(*names).schema))
 
 
 def _large_requests(keys: DataFrame, threshold: int) -> list | str | None:

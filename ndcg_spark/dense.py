@@ -1,0 +1,158 @@
+"""Stage 1 without collecting lists: requests displayed in dense position order.
+
+Logged search results usually carry the displayed rank as their position: 1, 2, 3, ... (or
+0, 1, 2, ...), each once. Then a candidate's rank *is* its position, and nothing needs sorting:
+
+* DCG@k: the gain at each position ``p <= max(K)`` is picked out by ``max(gain if position == p)``;
+* the ideal: the gains sorted descending are, when the request's gains take few distinct values,
+  ``v1`` repeated ``count(gain == v1)`` times, then ``v2`` ..., so counting per value is enough;
+* the unjudged in the top k and the candidate counts are counts.
+
+All of these are plain hash aggregates, which Spark sums partially where the rows lie before the
+shuffle -- no per-request array of candidates is built, sorted or held in memory (measured on 20M
+candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed with the same expressions
+as the collecting plan (:func:`ndcg_spark.scoring._dcg_unrolled`) over the same values in the same
+order, so both plans give the same bits.
+
+Whether a request is dense is checked exactly, per request, in the aggregation: with
+``m = min(n_candidates, max K)``, its positions ``0..m-1`` (or ``1..m``) must each occur exactly
+once and no other candidate may sit at or above the m-th (a bit mask of the positions seen, and a
+count). Requests that fail -- gaps, repeated or fractional positions, a missing position -- are
+scored by the collecting plan, which orders by (position, doc id). The plan applies when the
+order is ``position``, unjudged candidates keep their place (``zero`` or ``separate``), the ideal
+comes from the candidates, max K is at most 32, and the gains take at most
+:data:`MAX_GAIN_LEVELS` distinct values, none negative.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ndcg_spark.contract import Contract
+
+#: Most distinct gain values the ideal is counted over (one count column per value).
+MAX_GAIN_LEVELS = 16
+#: Largest max(K) the plan serves: one bit per position in a 64-bit mask, positions 0..max K.
+MAX_K = 32
+#: Past this many requests that are not dense, the collecting plan scores every request.
+MAX_LISTED_NOT_DENSE = 100_000
+
+
+def applies(contract: Contract) -> bool:
+    """Whether the contract's choices allow the dense plan (the data decides the rest)."""
+    return (
+        contract.order == "position"
+        and contract.unjudged in ("zero", "separate")
+        and contract.ideal_from == "candidates"
+        and contract.max_k <= MAX_K
+    )
+
+
+def _density(contract: Contract) -> list[Column]:
+    """The aggregates the density check needs (see the module docstring)."""
+    m, pos = contract.max_k, F.col("position")
+    whole = (pos >= 0) & (pos <= m) & (pos == F.floor(pos))
+    return [
+        F.count(F.lit(1)).alias("n_candidates"),
+        F.count("position").alias("_n_placed"),
+        F.count(F.when(pos <= m - 1, 1)).alias("_n_top0"),
+        F.count(F.when(pos <= m, 1)).alias("_n_top1"),
+        # 2^pos is exact in a double for pos <= 32 (shiftleft takes no column shift)
+        F.bit_or(F.when(whole, F.pow(F.lit(2.0), pos).cast("long"))).alias("_seen"),
+    ]
+
+
+def _is_dense(contract: Contract, base: int) -> Column:
+    """Positions ``base .. base+m-1`` each seen once, and no other candidate placed at or above
+    position ``base+m-1`` (so the rank of every candidate in the top max K is its position)."""
+    m = F.least(F.col("n_candidates"), F.lit(contract.max_k))
+    full = F.pow(F.lit(2.0), m).cast("long") - F.lit(1)
+    seen = F.shiftright(F.coalesce(F.col("_seen"), F.lit(0).cast("long")), base).bitwiseAND(full)
+    return (F.col("_n_placed") == F.col("n_candidates")) & (F.col(f"_n_top{base}") == m) & (seen == full)
+
+
+def survey(rows: DataFrame, contract: Contract, keys: tuple[str, ...]) -> tuple[list[float] | None, list | str]:
+    """One job over the candidates: the distinct positive gains, largest first (None when there
+    are more than :data:`MAX_GAIN_LEVELS` distinct gains or one is negative or not finite), and
+    the ``keys`` of the requests that are not dense (``"all"`` past :data:`MAX_LISTED_NOT_DENSE`).
+
+    ``keys``: the request key columns that vary; leave out one that is the same on every row (a
+    ``system`` given as a literal): hashing a constant on every row is measurable at 20M rows."""
+    key_type = rows.select(F.struct(*keys).alias("_key")).schema["_key"].dataType
+    failing = (
+        rows.groupBy(*keys)
+        .agg(*_density(contract))
+        .filter(~(_is_dense(contract, 0) | _is_dense(contract, 1)))
+        .select(F.struct(*keys).alias("_key"), F.lit(None).cast("double").alias("_gain"))
+        .limit(MAX_LISTED_NOT_DENSE + 1)
+    )
+    gains = (
+        rows.where(F.col("gain").isNotNull())
+        .select(F.lit(None).cast(key_type).alias("_key"), F.col("gain").alias("_gain"))
+        .distinct()
+        .limit(MAX_GAIN_LEVELS + 1)
+    )
+    found = failing.unionByName(gains).collect()
+    values = [r["_gain"] for r in found if r["_key"] is None]
+    not_dense = [tuple(r["_key"]) for r in found if r["_key"] is not None]
+    levels = None
+    if len(values) <= MAX_GAIN_LEVELS and all(math.isfinite(v) and v >= 0 for v in values):
+        levels = sorted((v for v in values if v > 0), reverse=True)
+    return levels, ("all" if len(not_dense) > MAX_LISTED_NOT_DENSE else not_dense)
+
+
+def score_dense(
+    rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float], constants: dict[str, Column]
+) -> DataFrame:
+    """:func:`ndcg_spark.scoring._score_prepared`'s output (keys, counts, ``metrics``) for the
+    dense requests of ``rows``; the others are left out. ``keys``: as in :func:`survey`;
+    ``constants``: the key columns left out of ``keys``, as the values to put back."""
+    from ndcg_spark.scoring import _dcg_unrolled
+
+    m, pos = contract.max_k, F.col("position")
+    unjudged = ~F.col("judged")
+    grouped = rows.groupBy(*keys).agg(
+        *_density(contract),
+        F.count("grade").alias("n_judged"),
+        F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
+        # the gain shown at each position 0..max K (null: unjudged, or no candidate there)
+        *[F.max(F.when(pos == p, F.col("gain"))).alias(f"_g{p}") for p in range(m + 1)],
+        *[F.count(F.when((pos <= k - 1 + base) & unjudged, 1)).alias(f"_u{k}_{base}")
+          for k in contract.k for base in (0, 1)],
+        *[F.count(F.when(F.col("gain") == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
+    )
+    dense0, dense1 = _is_dense(contract, 0), _is_dense(contract, 1)
+    shown = F.when(dense0, F.array(*[F.col(f"_g{p}") for p in range(m)])).otherwise(
+        F.array(*[F.col(f"_g{p}") for p in range(1, m + 1)])
+    )
+    # the ideal's first max K gains: each positive value as often as it occurs, largest first
+    runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
+    ideal = F.slice(F.concat(*runs), 1, m) if runs else F.array().cast("array<double>")
+    grouped = grouped.filter(dense0 | dense1).select(
+        *keys, "n_candidates", "n_judged", "n_positive",
+        shown.alias("_shown"), ideal.alias("_ideal"), dense0.alias("_base0"),
+        *[F.col(f"_u{k}_{base}") for k in contract.k for base in (0, 1)],
+    )
+    per_k = []
+    for k in contract.k:
+        if contract.unjudged == "zero":
+            n_unjudged = F.lit(None).cast("int")
+        else:
+            n_unjudged = F.when(F.col("_base0"), F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).cast("int")
+        per_k.append(F.struct(
+            F.lit(k).alias("k"),
+            _dcg_unrolled(F.col("_shown"), k).alias("dcg"),
+            _dcg_unrolled(F.col("_ideal"), k).alias("idcg"),
+            n_unjudged.alias("n_unjudged_in_top_k"),
+        ))
+    return grouped.select(
+        *[constants[c].cast("string").alias(c) if c in constants else F.col(c).cast("string").alias(c)
+          for c in (*constants, *keys)],
+        "n_candidates",
+        "n_judged",
+        "n_positive",
+        F.array(*per_k).alias("metrics"),
+    )

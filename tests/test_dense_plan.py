@@ -1,0 +1,167 @@
+"""The dense-position plan (ndcg_spark.dense) against the oracle and against the collecting plan.
+
+The oracle data's lists are dense (positions a permutation of 1..M), so with a max K the plan
+serves (<= 32) every request of the position-order contracts goes through it. Here a share of the
+requests is perturbed so that the same run mixes both plans: positions 0-based (still dense),
+with a gap, fractional, or dense only in the top max K; the survey must list exactly the
+requests that are not dense, and every request must agree with the oracle (to 1e-9) and with the
+collecting plan (exactly: the same expressions over the same values in the same order).
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from pyspark.sql import functions as F
+
+try:
+    from tests.oracle import prepare, score_prepared
+    from tests.test_oracle_agreement import COMPARED, GAINS, _mismatches, _subset, generate
+except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
+    from oracle import prepare, score_prepared  # type: ignore[no-redef]
+    from test_oracle_agreement import COMPARED, GAINS, _mismatches, _subset, generate  # type: ignore[no-redef]
+
+from ndcg_spark import Contract, score_requests
+from ndcg_spark import dense
+from ndcg_spark.scoring import gain, prepare_candidates
+
+KS = [1, 3, 5, 10, 20]
+N_REQUESTS = 600
+SCHEMA = "request_id string, system string, doc_id string, position double, score double"
+#: how a request's positions are rewritten, and whether the list is still dense for max K = 20
+PERTURBATIONS = {
+    "zero_based": (lambda ps: [p - 1 for p in ps], lambda ps: True),
+    # 1, 3, 4, ...: rank != position (a one-candidate list is untouched)
+    "gap_at_2": (lambda ps: [p + 1 if p >= 2 else p for p in ps], lambda ps: len(ps) == 1),
+    "fractional": (lambda ps: [p + 0.5 for p in ps], lambda ps: False),
+    "gap_after_top": (lambda ps: [p + 100 if p > 20 else p for p in ps], lambda ps: True),  # only ranks > 20 move
+    "doubled": (lambda ps: [2 * p for p in ps], lambda ps: False),
+    # the last candidate of a list longer than max K moved to 2.5: every top position still seen
+    # once, but one more candidate sits among them (only the count of the top catches it)
+    "moved_into_top": (lambda ps: [2.5 if p == max(ps) > 20 else p for p in ps], lambda ps: len(ps) <= 20),
+}
+
+
+def _perturbed(seed: int = 7):
+    """The oracle data set with a fifth of the (request, system) lists' positions rewritten;
+    returns (candidate rows, judgment rows, {(request, system): perturbation name})."""
+    cands, judgments = generate()
+    cands, judgments = _subset(cands, N_REQUESTS), _subset(judgments, N_REQUESTS)
+    rng = random.Random(seed)
+    lists: dict[tuple, list[dict]] = {}
+    for row in cands:
+        lists.setdefault((row["request_id"], row["system"]), []).append(row)
+    applied = {}
+    for key, rows in lists.items():
+        if rng.random() < 0.3:
+            name = rng.choice(sorted(PERTURBATIONS))
+            rewrite, still_dense = PERTURBATIONS[name]
+            positions = [r["position"] for r in rows]
+            for row, p in zip(rows, rewrite(positions)):
+                row["position"] = float(p)
+            applied[key] = (name, still_dense(positions))
+    for row in cands:
+        row["position"] = float(row["position"])
+    return cands, judgments, applied
+
+
+@pytest.fixture(scope="module")
+def mixed(spark):
+    cands, judgments, applied = _perturbed()
+    cdf = spark.createDataFrame([tuple(r[c] for c in ("request_id", "system", "doc_id", "position", "score"))
+                                 for r in cands], SCHEMA).cache()
+    jdf = spark.createDataFrame([(j["request_id"], j["doc_id"], j["grade"]) for j in judgments],
+                                "request_id string, doc_id string, grade double").cache()
+    cdf.count(), jdf.count()
+    yield {"rows": (cands, judgments), "prepared": prepare(cands, judgments), "frames": (cdf, jdf),
+           "applied": applied}
+    cdf.unpersist(), jdf.unpersist()
+
+
+def test_the_perturbations_do_what_their_names_say(mixed):
+    kinds = {name for name, _ in mixed["applied"].values()}
+    assert kinds == set(PERTURBATIONS), kinds
+    cands = mixed["rows"][0]
+    for name, moved in (("gap_after_top", lambda p: p > 100), ("moved_into_top", lambda p: p == 2.5)):
+        lists = {k for k, (n, _) in mixed["applied"].items() if n == name}
+        assert any(moved(r["position"]) for r in cands if (r["request_id"], r["system"]) in lists), (
+            f"some list must be longer than max K for {name} to test anything"
+        )
+
+
+def test_the_survey_lists_exactly_the_requests_that_are_not_dense(mixed):
+    cdf, jdf = mixed["frames"]
+    contract = Contract(k=KS).resolve(cdf.columns)
+    rows = prepare_candidates(cdf, jdf, contract).withColumn("gain", gain(F.col("grade"), contract.gain))
+    levels, not_dense = dense.survey(rows, contract, ("system", "pool_version", "request_id"))
+    groups, _ = mixed["prepared"]
+    shown_grades = {c.grade for cs in groups.values() for c in cs if c.grade is not None and c.grade > 0}
+    assert levels == pytest.approx(sorted((2.0**g - 1.0 for g in shown_grades), reverse=True), rel=1e-12)
+    assert len(levels) >= 5
+    expected = {key for key, (_, still_dense) in mixed["applied"].items() if not still_dense}
+    got = {(rid, system) for system, _pool, rid in not_dense}
+    assert got == expected, f"{len(got ^ expected)} differ, e.g. {sorted(got ^ expected)[:5]}"
+    assert len(got) > 50
+
+
+COMBOS = [(g, u, e) for g in GAINS for u in ("zero", "separate") for e in ("exclude", "zero")]
+
+
+@pytest.fixture(scope="module")
+def agreement(mixed):
+    cdf, jdf = mixed["frames"]
+
+    def run(combo):
+        g, u, e = combo
+        choices = dict(gain=GAINS[g], order="position", unjudged=u, empty_ideal=e, ideal_from="candidates")
+        try:
+            contract = Contract(k=KS, **choices)
+            both = [score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan).select(*COMPARED)
+                    for plan in (True, False)]
+            got, collected = (sorted(df.collect(), key=lambda r: (r["request_id"], r["system"], r["k"])) for df in both)
+            expected = score_prepared(mixed["prepared"], k=KS, **choices)
+            return combo, (_mismatches(got, expected), [(a, b) for a, b in zip(got, collected) if a != b], len(got))
+        except Exception as exc:  # reported by the combination's own test
+            return combo, exc
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(run, COMBOS))
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=["-".join(c) for c in COMBOS])
+def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(agreement, combo):
+    result = agreement[combo]
+    if isinstance(result, BaseException):
+        raise result
+    oracle_problems, plan_differences, n_rows = result
+    assert not oracle_problems, f"{len(oracle_problems)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
+        oracle_problems[:10])
+    assert not plan_differences, f"{len(plan_differences)} rows differ between the plans, e.g. {plan_differences[:2]}"
+    assert n_rows > 3000
+
+
+def test_only_contracts_the_plan_serves_use_it():
+    """Score order, `exclude`, an ideal from judgments or a max K above 32 keep the collecting plan."""
+    for contract in (Contract(k=[3], order="score"), Contract(k=[3], unjudged="exclude"),
+                     Contract(k=[3], ideal_from="judgments"), Contract(k=[33])):
+        assert not dense.applies(contract.resolve(["position", "score"]))
+    assert dense.applies(Contract(k=[32]).resolve(["position"]))
+
+
+def test_too_many_gain_levels_or_a_negative_gain_fall_back_to_collecting(spark):
+    """Gains of 17 distinct values, or a negative one, are not counted per value: every request is
+    collected (no survey listing), and the result still matches the collecting plan."""
+    many = spark.createDataFrame([("q", f"d{i}", float(i + 1), float(i % 17)) for i in range(40)],
+                                 "request_id string, doc_id string, position double, grade double")
+    linear = Contract(k=[5, 10], gain="linear")
+    rows = prepare_candidates(many, None, linear.resolve(many.columns)).withColumn("gain", gain(F.col("grade"), linear.gain))
+    assert dense.survey(rows, linear.resolve(many.columns), ("request_id",))[0] is None
+    negative = many.withColumn("grade", F.col("grade") - 1.0)
+    rows = prepare_candidates(negative, None, linear.resolve(many.columns)).withColumn(
+        "gain", gain(F.col("grade"), linear.gain))
+    assert dense.survey(rows, linear.resolve(many.columns), ("request_id",))[0] is None
+    for table in (many, negative):
+        a, b = (score_requests(table, contract=linear, dense_plan=p).orderBy("k").collect() for p in (True, False))
+        assert a == b
