@@ -349,7 +349,9 @@ def score_requests(
         levels, not_dense = dense.survey(rows, contract, varying)
         if levels is not None and not_dense != "all":
             scored_dense = dense.score_dense(rows, contract, varying, levels, constants)
-            rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
+            rest = None
+            if not_dense:
+                rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi")
     if rest is None:
         per_request = scored_dense
     else:
@@ -364,9 +366,9 @@ def score_requests(
             per_request = _score_prepared(rest, judgments, contract, trim=True)
         else:
             keys = _keys_frame(rest, large)
-            per_request = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_anti"), judgments, contract).unionByName(
-                _score_prepared(join_null_safe(rest, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
-            )
+            small = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_anti"), judgments, contract)
+            large_cut = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
+            per_request = small.unionByName(large_cut)
         if scored_dense is not None:
             per_request = scored_dense.unionByName(per_request)
     # attributes join one row per request, before the rows multiply by K

@@ -156,12 +156,12 @@ def test_too_many_gain_levels_or_a_negative_gain_fall_back_to_collecting(spark):
     many = spark.createDataFrame([("q", f"d{i}", float(i + 1), float(i % 17)) for i in range(40)],
                                  "request_id string, doc_id string, position double, grade double")
     linear = Contract(k=[5, 10], gain="linear")
-    rows = prepare_candidates(many, None, linear.resolve(many.columns)).withColumn("gain", gain(F.col("grade"), linear.gain))
-    assert dense.survey(rows, linear.resolve(many.columns), ("request_id",))[0] is None
+    resolved = linear.resolve(many.columns)
     negative = many.withColumn("grade", F.col("grade") - 1.0)
-    rows = prepare_candidates(negative, None, linear.resolve(many.columns)).withColumn(
-        "gain", gain(F.col("grade"), linear.gain))
-    assert dense.survey(rows, linear.resolve(many.columns), ("request_id",))[0] is None
+    for table in (many, negative):
+        rows = prepare_candidates(table, None, resolved).withColumn("gain", gain(F.col("grade"), linear.gain))
+        levels, not_dense = dense.survey(rows, resolved, ("request_id",))
+        assert levels is None and not_dense == []  # the list is dense: only the gains rule it out
     for table in (many, negative):
         a, b = (score_requests(table, contract=linear, dense_plan=p).orderBy("k").collect() for p in (True, False))
         assert a == b
