@@ -10,9 +10,9 @@ Logged search results usually carry the displayed rank as their position: 1, 2, 
 
 All of these are plain hash aggregates, which Spark sums partially where the rows lie before the
 shuffle -- no per-request array of candidates is built, sorted or held in memory (measured on 20M
-candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed with the same expressions
-as the collecting plan (:func:`ndcg_spark.scoring._dcg_unrolled`) over the same values in the same
-order, so both plans give the same bits.
+candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed by the caller with the same
+expressions as for a collected list (:func:`ndcg_spark.scoring._metrics`) over the same values in
+the same order, so both plans give the same bits.
 
 Whether a request is dense is checked exactly, per request, in the aggregation: with
 ``m = min(n_candidates, max K)``, its positions ``0..m-1`` (or ``1..m``) must each occur exactly
@@ -104,14 +104,13 @@ def survey(rows: DataFrame, contract: Contract, keys: tuple[str, ...]) -> tuple[
     return levels, ("all" if len(not_dense) > MAX_LISTED_NOT_DENSE else not_dense)
 
 
-def score_dense(
-    rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float], constants: dict[str, Column]
-) -> DataFrame:
-    """:func:`ndcg_spark.scoring._score_prepared`'s output (keys, counts, ``metrics``) for the
-    dense requests of ``rows``; the others are left out. ``keys``: as in :func:`survey`;
-    ``constants``: the key columns left out of ``keys``, as the values to put back."""
-    from ndcg_spark.scoring import _dcg_unrolled
-
+def score_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float]) -> DataFrame:
+    """The dense requests of ``rows`` (the others are left out), one row each: ``keys``, the
+    counts, ``shown`` (the gains of the top max K in displayed order, null where unjudged),
+    ``ideal`` (the top max K gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged
+    candidates in the top k) for every K -- what :func:`ndcg_spark.scoring.score_requests` turns
+    into the metrics with the same expressions as for a collected list. ``keys``: as in
+    :func:`survey`."""
     m, pos = contract.max_k, F.col("position")
     unjudged = ~F.col("judged")
     grouped = rows.groupBy(*keys).agg(
@@ -131,28 +130,7 @@ def score_dense(
     # the ideal's first max K gains: each positive value as often as it occurs, largest first
     runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
     ideal = F.slice(F.concat(*runs), 1, m) if runs else F.array().cast("array<double>")
-    grouped = grouped.filter(dense0 | dense1).select(
-        *keys, "n_candidates", "n_judged", "n_positive",
-        shown.alias("_shown"), ideal.alias("_ideal"), dense0.alias("_base0"),
-        *[F.col(f"_u{k}_{base}") for k in contract.k for base in (0, 1)],
-    )
-    per_k = []
-    for k in contract.k:
-        if contract.unjudged == "zero":
-            n_unjudged = F.lit(None).cast("int")
-        else:
-            n_unjudged = F.when(F.col("_base0"), F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).cast("int")
-        per_k.append(F.struct(
-            F.lit(k).alias("k"),
-            _dcg_unrolled(F.col("_shown"), k).alias("dcg"),
-            _dcg_unrolled(F.col("_ideal"), k).alias("idcg"),
-            n_unjudged.alias("n_unjudged_in_top_k"),
-        ))
-    return grouped.select(
-        *[constants[c].cast("string").alias(c) if c in constants else F.col(c).cast("string").alias(c)
-          for c in (*constants, *keys)],
-        "n_candidates",
-        "n_judged",
-        "n_positive",
-        F.array(*per_k).alias("metrics"),
+    return grouped.filter(dense0 | dense1).select(
+        *keys, "n_candidates", "n_judged", "n_positive", shown.alias("shown"), ideal.alias("ideal"),
+        *[F.when(dense0, F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).alias(f"unjudged_{k}") for k in contract.k],
     )

@@ -243,14 +243,26 @@ def request_keys(
     request_id_as_string: bool = True,
 ) -> list[Column]:
     """``system, pool_version, request_id`` of each candidate row (the column mapping applied)."""
-    cols, present = contract.columns, set(candidates.columns)
+    cols, literal = contract.columns, literal_keys(candidates, contract, system, pool_version)
     return [
-        (F.col(cols.system).cast("string") if cols.system in present else F.lit(system or "default")).alias("system"),
-        (
-            F.col(cols.pool_version).cast("string") if cols.pool_version in present else F.lit(pool_version)
-        ).cast("string").alias("pool_version"),
+        literal.get("system", F.col(cols.system).cast("string")).alias("system"),
+        literal.get("pool_version", F.col(cols.pool_version).cast("string")).alias("pool_version"),
         (F.col(cols.request_id).cast("string") if request_id_as_string else F.col(cols.request_id)).alias("request_id"),
     ]
+
+
+def literal_keys(
+    candidates: DataFrame, contract: Contract, system: str | None, pool_version: str | None
+) -> dict[str, Column]:
+    """The request key columns the candidates do not carry (``system``, ``pool_version``), as the
+    string literal every row gets: the given ``system`` (else ``default``) and ``pool_version``."""
+    cols, present = contract.columns, set(candidates.columns)
+    literal = {}
+    if cols.system not in present:
+        literal["system"] = F.lit(system or "default").cast("string")
+    if cols.pool_version not in present:
+        literal["pool_version"] = F.lit(pool_version).cast("string")
+    return literal
 
 
 def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
@@ -338,20 +350,7 @@ def score_requests(
     )
     scored_dense, rest = None, rows
     if dense_plan and dense.applies(contract):
-        # the key columns given as literals are the same on every row: not grouped on
-        constants = {
-            name: F.lit(value).cast("string")
-            for name, column, value in (("system", contract.columns.system, system or "default"),
-                                        ("pool_version", contract.columns.pool_version, pool_version))
-            if column not in candidates.columns
-        }
-        varying = tuple(k for k in _KEYS if k not in constants)
-        levels, not_dense = dense.survey(rows, contract, varying)
-        if levels is not None and not_dense != "all":
-            scored_dense = dense.score_dense(rows, contract, varying, levels, constants)
-            rest = None
-            if not_dense:
-                rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi")
+        scored_dense, rest = _score_dense(rows, contract, literal_keys(candidates, contract, system, pool_version))
     if rest is None:
         per_request = scored_dense
     else:
@@ -360,15 +359,7 @@ def score_requests(
             candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
             large_request,
         )
-        if large is None:
-            per_request = _score_prepared(rest, judgments, contract)
-        elif large == "all":
-            per_request = _score_prepared(rest, judgments, contract, trim=True)
-        else:
-            keys = _keys_frame(rest, large)
-            small = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_anti"), judgments, contract)
-            large_cut = _score_prepared(join_null_safe(rest, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
-            per_request = small.unionByName(large_cut)
+        per_request = _score_collecting(rest, judgments, contract, large)
         if scored_dense is not None:
             per_request = scored_dense.unionByName(per_request)
     # attributes join one row per request, before the rows multiply by K
@@ -382,6 +373,67 @@ def score_requests(
         *attributes.slices,
         F.lit(contract.fingerprint).alias("contract_fingerprint"),
     )
+
+
+def _score_dense(
+    rows: DataFrame, contract: Contract, literal: dict[str, Column]
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """The requests the dense plan scores (:mod:`ndcg_spark.dense`, in the shape of
+    :func:`_score_prepared`) and the rows of the others, left to collect; ``(None, rows)`` when
+    the gains or too many requests rule the plan out, ``(scored, None)`` when every request is
+    dense. The key columns in ``literal`` (:func:`literal_keys`) are the same on every row: they
+    are not grouped on, and put back after."""
+    varying = tuple(k for k in _KEYS if k not in literal)
+    levels, not_dense = dense.survey(rows, contract, varying)
+    if levels is None or not_dense == "all":
+        return None, rows
+    summed = dense.score_dense(rows, contract, varying, levels)
+    shown, ideal = F.col("shown"), F.col("ideal")
+    scored = summed.select(
+        *[literal[c].alias(c) if c in literal else F.col(c) for c in _KEYS],
+        "n_candidates",
+        "n_judged",
+        "n_positive",
+        _metrics(contract, [(k, _dcg_unrolled(shown, k), _dcg_unrolled(ideal, k), F.col(f"unjudged_{k}"))
+                            for k in contract.k]),
+    )
+    rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
+    return _keys_as_strings(scored), rest
+
+
+def _score_collecting(
+    rows: DataFrame, judgments: DataFrame | None, contract: Contract, large: list | str | None
+) -> DataFrame:
+    """:func:`_score_prepared` over ``rows``, cutting the ``large`` requests first (a list of
+    keys, ``"all"`` or None: see :func:`_large_requests`)."""
+    if large is None:
+        return _score_prepared(rows, judgments, contract)
+    if large == "all":
+        return _score_prepared(rows, judgments, contract, trim=True)
+    keys = _keys_frame(rows, large)
+    small = _score_prepared(join_null_safe(rows, keys, _KEYS, "left_anti"), judgments, contract)
+    large_cut = _score_prepared(join_null_safe(rows, keys, _KEYS, "left_semi"), judgments, contract, trim=True)
+    return small.unionByName(large_cut)
+
+
+def _metrics(contract: Contract, per_k: list[tuple[int, Column, Column, Column]]) -> Column:
+    """The ``metrics`` column: one struct per ``(k, dcg, idcg, unjudged in the top k)``; the
+    unjudged count is null under ``unjudged: zero``, which does not count them."""
+    return F.array(*[
+        F.struct(
+            F.lit(k).alias("k"),
+            dcg.alias("dcg"),
+            idcg.alias("idcg"),
+            (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int").alias("n_unjudged_in_top_k"),
+        )
+        for k, dcg, idcg, unjudged in per_k
+    ]).alias("metrics")
+
+
+def _keys_as_strings(scored: DataFrame) -> DataFrame:
+    """The request keys as strings (a request id may have been grouped on as an integer)."""
+    rest = [c for c in scored.columns if c not in _KEYS]
+    return scored.select(*[F.col(c).cast("string").alias(c) for c in _KEYS], *rest)
 
 
 def _keys_frame(rows: DataFrame, keys: list, names: tuple[str, ...] = _KEYS) -> DataFrame:
@@ -510,28 +562,12 @@ def _score_prepared(
             dcg = _dcg_unrolled(ranked_items, k, lambda x: x["gain"])
         else:
             dcg = _dcg(F.transform(ranked_items, lambda x: F.coalesce(x["gain"], F.lit(0.0))), k)
-        if contract.unjudged == "zero":
-            unjudged = F.lit(None).cast("int")
-        elif unroll:
+        if unroll:
             unjudged = _count_unjudged_unrolled(items, k)
         else:
-            unjudged = F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"])).cast("int")
-        idcg = _dcg_unrolled(ideal, k) if unroll else _dcg(ideal, k)
-        per_k.append(
-            F.struct(
-                F.lit(k).alias("k"),
-                dcg.alias("dcg"),
-                idcg.alias("idcg"),
-                unjudged.alias("n_unjudged_in_top_k"),
-            )
-        )
-    return grouped.select(
-        *[F.col(c).cast("string").alias(c) for c in _KEYS],
-        "n_candidates",
-        "n_judged",
-        "n_positive",
-        F.array(*per_k).alias("metrics"),
-    )
+            unjudged = F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"]))
+        per_k.append((k, dcg, _dcg_unrolled(ideal, k) if unroll else _dcg(ideal, k), unjudged))
+    return _keys_as_strings(grouped.select(*_KEYS, "n_candidates", "n_judged", "n_positive", _metrics(contract, per_k)))
 
 
 def _per_k_rows(per_request: DataFrame, contract: Contract) -> DataFrame:
