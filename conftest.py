@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from ndcg_spark.session import build_session
+    from ndcg_spark.job.session import build_session
 
     session = build_session(master="local[2]", app_name="ndcg-spark-tests", shuffle_partitions=2)
     yield session

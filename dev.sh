@@ -35,7 +35,7 @@ case "$cmd" in
     .venv/bin/python -m pytest "$@"
     ;;
   package)
-    .venv/bin/python -m ndcg_spark.packaging "$@"
+    .venv/bin/python -m ndcg_spark.job.packaging "$@"
     ;;
   *)
     echo "usage: bash dev.sh demo|test|package [args]" >&2

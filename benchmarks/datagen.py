@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-folder", action="store_true")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from ndcg_spark.session import build_session
+    from ndcg_spark.job.session import build_session
 
     spec = DataSpec.for_rows(args.rows, args.candidates_per_request, args.skew, args.seed)
     spark = build_session(master="local[2]", app_name="ndcg-spark-bench-data")

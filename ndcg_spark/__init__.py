@@ -17,51 +17,48 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (imported lazily, PEP 562)
 _EXPORTS = {
-    "Contract": "ndcg_spark.contract",
-    "GainMapping": "ndcg_spark.contract",
-    "ColumnMapping": "ndcg_spark.contract",
+    "Contract": "ndcg_spark.config.contract",
+    "GainMapping": "ndcg_spark.config.contract",
+    "ColumnMapping": "ndcg_spark.config.contract",
     "NdcgError": "ndcg_spark.errors",
     "ContractError": "ndcg_spark.errors",
     "InputError": "ndcg_spark.errors",
     "EmptyIdealError": "ndcg_spark.errors",
-    "score_requests": "ndcg_spark.scoring",
-    "gain": "ndcg_spark.scoring",
-    "Attributes": "ndcg_spark.scoring",
-    "JobConfig": "ndcg_spark.config",
-    "AggregateSpec": "ndcg_spark.aggregate",
-    "aggregate": "ndcg_spark.aggregate",
-    "audit": "ndcg_spark.aggregate",
-    "run_metadata": "ndcg_spark.aggregate",
+    "score_requests": "ndcg_spark.scoring.score",
+    "gain": "ndcg_spark.scoring.score",
+    "Attributes": "ndcg_spark.scoring.score",
+    "JobConfig": "ndcg_spark.job.config",
+    "AggregateSpec": "ndcg_spark.aggregation.means",
+    "aggregate": "ndcg_spark.aggregation.means",
+    "audit": "ndcg_spark.aggregation.means",
+    "run_metadata": "ndcg_spark.aggregation.means",
     "ValidationError": "ndcg_spark.errors",
-    "ValidationSpec": "ndcg_spark.validation",
-    "validate_inputs": "ndcg_spark.validation",
-    "RowAccounting": "ndcg_spark.validation",
-    "compare": "ndcg_spark.comparison",
-    "pool_summary": "ndcg_spark.comparison",
-    "CompareSpec": "ndcg_spark.comparison",
-    "PoolMismatchError": "ndcg_spark.comparison",
+    "ValidationSpec": "ndcg_spark.validation.validate",
+    "validate_inputs": "ndcg_spark.validation.validate",
+    "RowAccounting": "ndcg_spark.validation.validate",
+    "compare": "ndcg_spark.comparison.paired",
+    "pool_summary": "ndcg_spark.comparison.paired",
+    "CompareSpec": "ndcg_spark.comparison.paired",
+    "PoolMismatchError": "ndcg_spark.comparison.paired",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ndcg_spark.aggregate import AggregateSpec, aggregate, audit, run_metadata
-    from ndcg_spark.config import JobConfig
-    from ndcg_spark.contract import ColumnMapping, Contract, GainMapping
+    from ndcg_spark.aggregation.means import AggregateSpec, aggregate, audit, run_metadata
+    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.contract import ColumnMapping, Contract, GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError
-    from ndcg_spark.scoring import Attributes, gain, score_requests
-    from ndcg_spark.validation import RowAccounting, ValidationSpec, validate_inputs
-    from ndcg_spark.comparison import CompareSpec, PoolMismatchError, compare, pool_summary
+    from ndcg_spark.scoring.score import Attributes, gain, score_requests
+    from ndcg_spark.validation.validate import RowAccounting, ValidationSpec, validate_inputs
+    from ndcg_spark.comparison.paired import CompareSpec, PoolMismatchError, compare, pool_summary
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ndcg_spark' has no attribute {name!r}")
-    loaded = import_module(module)
-    # A callable module named like its function (``ndcg_spark.aggregate``) is returned itself, so
-    # the name means the same thing whether or not the submodule was imported first.
-    value = loaded if module == f"{__name__}.{name}" and callable(loaded) else getattr(loaded, name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

@@ -70,10 +70,10 @@ def _explain(exc: BaseException) -> str:
 
 
 def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
-    from ndcg_spark.session import build_session
+    from ndcg_spark.job.session import build_session
 
     if args.command == "sample":
-        from ndcg_spark.sample_data import write_sample
+        from ndcg_spark.sample.generate import write_sample
 
         spark = build_session(master="local[*]" if master_from_config else None, app_name="ndcg-spark sample")
         started = time.perf_counter()
@@ -83,7 +83,7 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
             print(f"  {name:<11} {path}")
         return 0
 
-    from ndcg_spark.config import JobConfig, default_run_id, validate_run_id
+    from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
 
     config = JobConfig.from_yaml(args.config)
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
@@ -95,8 +95,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
         conf=dict(config.spark.conf),
     )
     if args.command in ("score", "run", "aggregate"):
-        from ndcg_spark.io import read_run
-        from ndcg_spark.pipeline import (
+        from ndcg_spark.job.io import read_run
+        from ndcg_spark.job.stages import (
             aggregate_stage,
             score_stage,
             stage2_input,
@@ -104,7 +104,7 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
             stage2_summary,
             summarize_per_request,
         )
-        from ndcg_spark.publish import publishing
+        from ndcg_spark.job.publish import publishing
 
         # stage 2 runs under `aggregate`, and under `run` when the job has an aggregate table
         stage2 = args.command == "aggregate" or (args.command == "run" and _stage2_configured(config))
@@ -136,9 +136,9 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
             _print_report(spark, config, run_id, required=False)
         return 0
     if args.command == "compare":
-        from ndcg_spark.comparison import format_comparison
-        from ndcg_spark.pipeline import compare_stage
-        from ndcg_spark.report import ReportSpec, report_configured, report_dir
+        from ndcg_spark.comparison.paired import format_comparison
+        from ndcg_spark.job.stages import compare_stage
+        from ndcg_spark.report.html import ReportSpec, report_configured, report_dir
 
         if report_configured(config):  # a bad report section fails before the comparison is written
             ReportSpec.from_dict(config.section("report"))
@@ -160,7 +160,7 @@ def _print_report(spark, config, run_id: str, *, required: bool, unaggregated_ok
     (``compare``: the comparison needs stage 1 only) a run without aggregate rows yet gets no
     report, and a line saying why, instead of a failure."""
     from ndcg_spark.errors import InputError
-    from ndcg_spark.report import build_report, report_configured
+    from ndcg_spark.report.html import build_report, report_configured
 
     if not required and not report_configured(config):
         return

@@ -36,7 +36,7 @@ class EmptyIdealError(NdcgError):
 
 
 class ValidationError(InputError):
-    """Input rows break a validation rule (see :mod:`ndcg_spark.validation`).
+    """Input rows break a validation rule (see :mod:`ndcg_spark.validation.validate`).
 
     Raised when a rule handled as ``error`` is broken, a schema rule is broken, or quarantine
     would exceed ``validation.max_quarantined_share``. ``rule`` names the first rule broken;

@@ -1,6 +1,6 @@
 """A plain-Python reference implementation ("oracle") of NDCG@K per request (SPEC §2).
 
-Written independently of :mod:`ndcg_spark.scoring`, straight from the SPEC and the declared
+Written independently of :mod:`ndcg_spark.scoring.score`, straight from the SPEC and the declared
 semantics, favouring obviousness over speed: a request's candidates are put in displayed order,
 the unjudged policy is applied, and DCG / IDCG are summed term by term. The randomized agreement
 test (``tests/test_oracle_agreement.py``) compares the Spark implementation against it.

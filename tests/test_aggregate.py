@@ -17,12 +17,12 @@ from chispa import assert_approx_df_equality, assert_df_equality
 from pyspark.sql import functions as F
 
 import ndcg_spark
-from ndcg_spark import aggregate as aggregate_module
-from ndcg_spark.aggregate import AggregateSpec, aggregate, audit, poisson_weight
-from ndcg_spark.config import Source
-from ndcg_spark.contract import Contract
+from ndcg_spark.aggregation import means as aggregate_module
+from ndcg_spark.aggregation.means import AggregateSpec, aggregate, audit, poisson_weight
+from ndcg_spark.job.config import Source
+from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, EmptyIdealError, InputError
-from ndcg_spark.scoring import score_requests
+from ndcg_spark.scoring.score import score_requests
 
 TOL = 1e-12
 
@@ -368,7 +368,7 @@ def _tiny_inputs(spark, root: Path) -> dict[str, str]:
 
 def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsys):
     from ndcg_spark.cli import main
-    from ndcg_spark.io import read_run
+    from ndcg_spark.job.io import read_run
 
     paths = _tiny_inputs(spark, tmp_path)
     out = tmp_path / "warehouse"

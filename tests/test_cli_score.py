@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
-from ndcg_spark.sample_data import write_sample
+from ndcg_spark.sample.generate import write_sample
 
 N_REQUESTS = 300
 KS = (1, 3, 5, 10)

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from ndcg_spark.config import JobConfig
-from ndcg_spark.io import read_run
-from ndcg_spark.packaging import build_pyfiles_zip
-from ndcg_spark.pipeline import score_stage
-from ndcg_spark.publish import COMPLETE, RUNNING, publishing, read_published, run_status_target
-from ndcg_spark.sample_data import write_sample
+from ndcg_spark.job.config import JobConfig
+from ndcg_spark.job.io import read_run
+from ndcg_spark.job.packaging import build_pyfiles_zip
+from ndcg_spark.job.stages import score_stage
+from ndcg_spark.job.publish import COMPLETE, RUNNING, publishing, read_published, run_status_target
+from ndcg_spark.sample.generate import write_sample
 
 ROOT = Path(__file__).resolve().parent.parent
 N_REQUESTS = 300
@@ -179,7 +179,7 @@ def test_same_night_twice_gives_identical_tables_row_for_row(spark, night):
 def test_failure_between_data_write_and_publish_hides_the_run_and_rerun_restores_it(spark, night, monkeypatch):
     root, data, config_path, reference = night
     config = JobConfig.from_yaml(config_path)
-    import ndcg_spark.publish as publish
+    import ndcg_spark.job.publish as publish
 
     real_mark = publish.mark_run
 
@@ -209,10 +209,10 @@ _KILL_MID_WRITE = """
 import sys, time, pathlib
 from pyspark import TaskContext
 from pyspark.sql import functions as F
-import ndcg_spark.pipeline as pipeline
-from ndcg_spark.config import JobConfig
-from ndcg_spark.publish import publishing
-from ndcg_spark.session import build_session
+import ndcg_spark.job.stages as pipeline
+from ndcg_spark.job.config import JobConfig
+from ndcg_spark.job.publish import publishing
+from ndcg_spark.job.session import build_session
 
 config_path, run_id, marker = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 spark = build_session(master="local[2]", shuffle_partitions=2)
@@ -277,10 +277,10 @@ _FLAKY_TASK = """
 import sys, pathlib
 from pyspark import TaskContext
 from pyspark.sql import functions as F
-import ndcg_spark.pipeline as pipeline
-from ndcg_spark.config import JobConfig
-from ndcg_spark.publish import publishing
-from ndcg_spark.session import build_session
+import ndcg_spark.job.stages as pipeline
+from ndcg_spark.job.config import JobConfig
+from ndcg_spark.job.publish import publishing
+from ndcg_spark.job.session import build_session
 
 config_path, run_id, marker = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 spark = build_session(master="local[2,3]", shuffle_partitions=2)  # up to 3 attempts per task

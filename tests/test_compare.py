@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark import Attributes, Contract, score_requests
-from ndcg_spark.comparison import (
+from ndcg_spark.comparison.paired import (
     COMPARISON_COLUMNS,
     CompareSpec,
     PoolMismatchError,
@@ -444,7 +444,7 @@ def test_same_seed_same_numbers_whatever_the_layout_other_seed_other_draws(spark
 def job(spark: SparkSession, tmp_path_factory):
     """The sample (200 requests) plus a third system, `dense`, on its own pool: hybrid's ranking
     cut to its top 8 under pool version pool-dense."""
-    from ndcg_spark.sample_data import write_sample
+    from ndcg_spark.sample.generate import write_sample
 
     root = tmp_path_factory.mktemp("compare_job")
     paths = write_sample(spark, root / "data", n_requests=200, seed=11)
@@ -548,7 +548,7 @@ def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spar
 
 
 def test_the_sample_dense_pool_is_optional_and_leaves_the_default_output_unchanged(spark) -> None:
-    from ndcg_spark.sample_data import DENSE_POOL_VERSION, DENSE_SYSTEM, generate
+    from ndcg_spark.sample.generate import DENSE_POOL_VERSION, DENSE_SYSTEM, generate
 
     plain = generate(spark, n_requests=60, seed=7)
     extended = generate(spark, n_requests=60, seed=7, dense_pool=True)

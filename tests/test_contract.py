@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from ndcg_spark.config import JobConfig
-from ndcg_spark.contract import Contract, GainMapping
+from ndcg_spark.job.config import JobConfig
+from ndcg_spark.config.contract import Contract, GainMapping
 from ndcg_spark.errors import ContractError
 
 

@@ -1,4 +1,4 @@
-"""The dense-position plan (ndcg_spark.dense) against the oracle and against the collecting plan.
+"""The dense-position plan (ndcg_spark.scoring.dense) against the oracle and against the collecting plan.
 
 The oracle data's lists are dense (positions a permutation of 1..M), so with a max K the plan
 serves (<= 32) every request of the position-order contracts goes through it. Here a share of the
@@ -24,8 +24,8 @@ except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     from test_oracle_agreement import COMPARED, GAINS, _mismatches, _subset, generate  # type: ignore[no-redef]
 
 from ndcg_spark import Contract, score_requests
-from ndcg_spark import dense
-from ndcg_spark.scoring import gain, prepare_candidates
+from ndcg_spark.scoring import dense
+from ndcg_spark.scoring.score import gain, prepare_candidates
 
 KS = [1, 3, 5, 10, 20]
 N_REQUESTS = 600

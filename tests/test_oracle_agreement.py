@@ -419,7 +419,7 @@ def cut_agreement(data):
     request of more than 5 candidates through the cut (the others through the plain path, so the
     two are unioned); then, with the listing limit patched to 10, every request is cut."""
     from ndcg_spark import Contract, score_requests
-    from ndcg_spark import scoring
+    from ndcg_spark.scoring import score as scoring
 
     d = data["small"]
     cdf, jdf = d["frames"]

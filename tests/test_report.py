@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ndcg_spark.report import fmt_count, fmt_delta, fmt_interval, fmt_mean, render_html
+from ndcg_spark.report.html import fmt_count, fmt_delta, fmt_interval, fmt_mean, render_html
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -125,12 +125,12 @@ def test_render_tolerates_missing_sections():
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
     """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
-    from ndcg_spark.config import JobConfig
-    from ndcg_spark.io import read_run
-    from ndcg_spark.pipeline import aggregate_stage, compare_stage, score_stage
-    from ndcg_spark.publish import publishing
-    from ndcg_spark.report import _output, build_report
-    from ndcg_spark.sample_data import write_sample
+    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.job.io import read_run
+    from ndcg_spark.job.stages import aggregate_stage, compare_stage, score_stage
+    from ndcg_spark.job.publish import publishing
+    from ndcg_spark.report.html import _output, build_report
+    from ndcg_spark.sample.generate import write_sample
 
     root = tmp_path_factory.mktemp("report")
     paths = write_sample(spark, root / "data", n_requests=300)

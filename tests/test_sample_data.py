@@ -16,7 +16,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ndcg_spark.sample_data import POOL_VERSION, REQUEST_TYPES, SampleData, generate, write_sample
+from ndcg_spark.sample.generate import POOL_VERSION, REQUEST_TYPES, SampleData, generate, write_sample
 
 N = 2_000
 SEED = 7
@@ -262,7 +262,7 @@ def test_bad_arguments_are_refused(spark: SparkSession, kwargs: dict) -> None:
 
 def test_import_starts_no_spark() -> None:
     code = (
-        "import ndcg_spark.sample_data\n"
+        "import ndcg_spark.sample.generate\n"
         "from pyspark.sql import SparkSession\n"
         "assert SparkSession.getActiveSession() is None\n"
     )

@@ -12,11 +12,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
-from ndcg_spark.config import JobConfig
-from ndcg_spark.contract import Contract
+from ndcg_spark.job.config import JobConfig
+from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, InputError, NdcgError, ValidationError, describe_spark_error
-from ndcg_spark.scoring import Attributes, score_requests
-from ndcg_spark.validation import RULES, ValidationSpec, job_validation, validate_inputs
+from ndcg_spark.scoring.score import Attributes, score_requests
+from ndcg_spark.validation.validate import RULES, ValidationSpec, job_validation, validate_inputs
 
 CANDS = "request_id string, doc_id string, system string, position int, score double"
 JUDGS = "request_id string, doc_id string, grade double"
@@ -382,7 +382,7 @@ def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
 def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
     """Under all-'error' handling a count-only detector (no windows) decides; it must agree with
     the row-by-row flags (used for quarantine and for the error message) on every rule."""
-    from ndcg_spark import validation as V
+    from ndcg_spark.validation import validate as V
 
     cands, judgs, attrs = _random_dirty(spark, random.Random(7), 150)
     contract = Contract(k=[3]).resolve(cands.columns)

@@ -28,7 +28,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.config import JobConfig, Source
+from ndcg_spark.job.config import JobConfig, Source
 
 RUNNING = "running"
 COMPLETE = "complete"
@@ -57,7 +57,7 @@ def run_status_target(config: JobConfig) -> Source:
 def mark_run(spark: SparkSession, target: Source, run_id: str, status: str) -> None:
     """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched)."""
     from ndcg_spark import __version__
-    from ndcg_spark.io import write_run_partitioned
+    from ndcg_spark.job.io import write_run_partitioned
 
     row = spark.createDataFrame(
         [(run_id, status, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), __version__)], RUN_STATUS_SCHEMA
@@ -81,7 +81,7 @@ def publishing(spark: SparkSession, config: JobConfig, run_id: str) -> Iterator[
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:
     """The run ids whose status row says ``complete`` (empty if nothing was ever published)."""
-    from ndcg_spark.io import read_run
+    from ndcg_spark.job.io import read_run
 
     try:
         df = read_run(spark, status)
@@ -98,6 +98,6 @@ def read_published(spark: SparkSession, target: Source, status: Source, run_id: 
     A run that is being written, or whose driver died before publishing, is invisible here even
     though some of its partitions may be on disk.
     """
-    from ndcg_spark.io import read_run
+    from ndcg_spark.job.io import read_run
 
     return read_run(spark, target, run_id).join(published_runs(spark, status), "run_id", "left_semi")

@@ -67,11 +67,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ndcg_spark.aggregate import OVERALL, OVERALL_VALUE, poisson_weight
-from ndcg_spark.contract import Contract, validate_identifier
+from ndcg_spark.aggregation.means import OVERALL, OVERALL_VALUE, poisson_weight
+from ndcg_spark.config.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError, NdcgError
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.scoring import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_judgments, request_keys, require_column
+from ndcg_spark.scoring.score import PER_REQUEST_COLUMNS, STAMP_COLUMNS, gain, prepare_judgments, request_keys, require_column
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -364,7 +364,7 @@ def pool_summary(
     Parameters
     ----------
     candidates, judgments, contract, system, pool_version : as given to
-        :func:`~ndcg_spark.scoring.score_requests` for the run being compared.
+        :func:`~ndcg_spark.scoring.score.score_requests` for the run being compared.
 
     Returns
     -------

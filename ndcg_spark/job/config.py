@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ndcg_spark.contract import Contract, validate_identifier
+from ndcg_spark.config.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1

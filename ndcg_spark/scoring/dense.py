@@ -11,7 +11,7 @@ Logged search results usually carry the displayed rank as their position: 1, 2, 
 All of these are plain hash aggregates, which Spark sums partially where the rows lie before the
 shuffle -- no per-request array of candidates is built, sorted or held in memory (measured on 20M
 candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed by the caller with the same
-expressions as for a collected list (:func:`ndcg_spark.scoring._metrics`) over the same values in
+expressions as for a collected list (:func:`ndcg_spark.scoring.score._metrics`) over the same values in
 the same order, so both plans give the same bits.
 
 Whether a request is dense is checked exactly, per request, in the aggregation: with
@@ -31,7 +31,7 @@ import math
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ndcg_spark.contract import Contract
+from ndcg_spark.config.contract import Contract
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
 MAX_GAIN_LEVELS = 16
@@ -108,7 +108,7 @@ def score_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], leve
     """The dense requests of ``rows`` (the others are left out), one row each: ``keys``, the
     counts, ``shown`` (the gains of the top max K in displayed order, null where unjudged),
     ``ideal`` (the top max K gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged
-    candidates in the top k) for every K -- what :func:`ndcg_spark.scoring.score_requests` turns
+    candidates in the top k) for every K -- what :func:`ndcg_spark.scoring.score.score_requests` turns
     into the metrics with the same expressions as for a collected list. ``keys``: as in
     :func:`survey`."""
     m, pos = contract.max_k, F.col("position")

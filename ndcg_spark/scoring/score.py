@@ -4,7 +4,7 @@ Everything here is native Spark expressions: one shuffle groups each request's c
 an array, the array is sorted once (O(M log M) per request of M candidates) and higher-order
 functions compute the DCG at every K in the same pass. Candidates of different requests are
 never ranked together. Requests displayed in dense position order skip the array altogether
-(:mod:`ndcg_spark.dense`: hash aggregates, the same result).
+(:mod:`ndcg_spark.scoring.dense`: hash aggregates, the same result).
 
 A request with more than :data:`LARGE_REQUEST` candidates (one runaway query among ordinary ones)
 would make that array -- held in one task's memory -- the job's limit. Such requests are found by
@@ -23,8 +23,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ndcg_spark import dense
-from ndcg_spark.contract import Contract, GainMapping, validate_identifier
+from ndcg_spark.scoring import dense
+from ndcg_spark.config.contract import Contract, GainMapping, validate_identifier
 from ndcg_spark.errors import EmptyIdealError, InputError
 from ndcg_spark.frames import join_null_safe
 
@@ -307,7 +307,7 @@ def score_requests(
         already known to hold no such request, e.g. after the job's skew guard).
     dense_plan : score the requests displayed in dense position order (1, 2, 3, ... or 0, 1, 2,
         ... each once) with hash aggregates instead of collecting and sorting their candidates
-        (:mod:`ndcg_spark.dense`; same result, checked per request, one extra survey job when the
+        (:mod:`ndcg_spark.scoring.dense`; same result, checked per request, one extra survey job when the
         contract allows it). ``False`` always collects (kept to compare the two plans).
 
     Returns
@@ -378,7 +378,7 @@ def score_requests(
 def _score_dense(
     rows: DataFrame, contract: Contract, literal: dict[str, Column]
 ) -> tuple[DataFrame | None, DataFrame | None]:
-    """The requests the dense plan scores (:mod:`ndcg_spark.dense`, in the shape of
+    """The requests the dense plan scores (:mod:`ndcg_spark.scoring.dense`, in the shape of
     :func:`_score_prepared`) and the rows of the others, left to collect; ``(None, rows)`` when
     the gains or too many requests rule the plan out, ``(scored, None)`` when every request is
     dense. The key columns in ``literal`` (:func:`literal_keys`) are the same on every row: they

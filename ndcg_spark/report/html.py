@@ -35,7 +35,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.config import JobConfig, Source
+from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.errors import ContractError, InputError
 
 __all__ = [
@@ -182,9 +182,9 @@ def collect_report_data(spark: SparkSession, config: JobConfig, run_id: str) -> 
     Reads ``outputs.per_request`` (histograms only), ``outputs.aggregate`` (required),
     ``outputs.run_metadata`` and ``outputs.comparison`` (optional: the page says when they are
     missing). The audit is read from ``outputs.audit`` if configured, else recomputed from the
-    aggregate rows with :func:`ndcg_spark.aggregate.audit` (same definition, a few rows).
+    aggregate rows with :func:`ndcg_spark.aggregation.means.audit` (same definition, a few rows).
     """
-    from ndcg_spark.io import read_run
+    from ndcg_spark.job.io import read_run
 
     spec = ReportSpec.from_dict(config.section("report"))
     aggregate_target = _output(config, "aggregate")
@@ -205,7 +205,7 @@ def collect_report_data(spark: SparkSession, config: JobConfig, run_id: str) -> 
     if audit_target:
         audit_rows = _rows(read_run(spark, _output(config, "audit"), run_id))
     else:
-        from ndcg_spark.aggregate import audit
+        from ndcg_spark.aggregation.means import audit
 
         audit_rows = _rows(audit(aggregates_df))
     metadata = None
@@ -235,9 +235,9 @@ def collect_report_data(spark: SparkSession, config: JobConfig, run_id: str) -> 
 
 
 def _run_status(spark: SparkSession, config: JobConfig, run_id: str) -> str | None:
-    """The run's publication status (:mod:`ndcg_spark.publish`): ``complete``, ``running`` or None."""
-    from ndcg_spark.io import read_run
-    from ndcg_spark.publish import run_status_target
+    """The run's publication status (:mod:`ndcg_spark.job.publish`): ``complete``, ``running`` or None."""
+    from ndcg_spark.job.io import read_run
+    from ndcg_spark.job.publish import run_status_target
 
     target = run_status_target(config)
     if not _exists(spark, target):

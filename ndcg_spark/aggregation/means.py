@@ -56,8 +56,6 @@ import functools
 import json
 import math
 import operator
-import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -66,7 +64,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ndcg_spark.contract import Contract, validate_identifier
+from ndcg_spark.config.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import join_null_safe
 
@@ -307,7 +305,7 @@ class AggregateSpec:
 
     @classmethod
     def from_config(cls, config: Any) -> AggregateSpec:
-        """The spec of a :class:`~ndcg_spark.config.JobConfig` (its ``aggregate:`` section)."""
+        """The spec of a :class:`~ndcg_spark.job.config.JobConfig` (its ``aggregate:`` section)."""
         return cls.from_dict(config.section("aggregate"), carried_slices=config.attributes.slices)
 
     def to_dict(self) -> dict[str, Any]:
@@ -391,7 +389,7 @@ def aggregate(
 
     Parameters
     ----------
-    per_request : the stage-1 table (:func:`~ndcg_spark.scoring.score_requests`): one row per
+    per_request : the stage-1 table (:func:`~ndcg_spark.scoring.score.score_requests`): one row per
         request x system x K with ``run_id, contract_fingerprint, pool_version, system,
         request_id, k, ndcg, empty_ideal, n_candidates, n_unjudged_in_top_k, weight`` and the
         slice columns named in ``spec.slices``.
@@ -903,23 +901,6 @@ def run_metadata(
         [(run_id, contract.fingerprint, contract.to_json(), spec.to_json(), counts, __version__, stamp)],
         RUN_METADATA_SCHEMA,
     )
-
-
-class _CallableModule(types.ModuleType):
-    """``ndcg_spark.aggregate`` is this module *and* callable as :func:`aggregate`.
-
-    Importing a submodule binds its name on the package, so the package attribute
-    ``ndcg_spark.aggregate`` is this module as soon as anything has imported it (the pipeline,
-    the comparison). Making the module callable keeps ``ndcg_spark.aggregate(per_request, spec)``
-    working in the shell whatever was imported first, while ``from ndcg_spark.aggregate import
-    audit`` and ``import ndcg_spark.aggregate as agg`` keep meaning the module.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> DataFrame:
-        return aggregate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 
 __all__ = [

@@ -30,7 +30,7 @@ therefore identical whatever the partitioning and scales to millions of rows for
 
 Examples
 --------
->>> from ndcg_spark.sample_data import generate
+>>> from ndcg_spark.sample.generate import generate
 >>> data = generate(spark, n_requests=200, seed=7)
 >>> data.attributes.count()
 200

@@ -1,6 +1,6 @@
 """The job's stages as plain functions of a :class:`JobConfig`: read, call the library, write.
 
-Nothing here computes a metric; it wires inputs and outputs around :mod:`ndcg_spark.scoring`
+Nothing here computes a metric; it wires inputs and outputs around :mod:`ndcg_spark.scoring.score`
 (and the later stages), so the CLI and the spark-submit entry share one path.
 """
 
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.aggregate import AggregateSpec
-from ndcg_spark.config import JobConfig, Source
-from ndcg_spark.contract import Contract
+from ndcg_spark.aggregation.means import AggregateSpec
+from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
-from ndcg_spark.io import clear_run, read_run, read_source, write_run_partitioned
-from ndcg_spark.scoring import LARGE_REQUEST, Attributes, score_requests
-from ndcg_spark.validation import RowAccounting, ValidationSpec, job_validation, validate_inputs
+from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
+from ndcg_spark.scoring.score import LARGE_REQUEST, Attributes, score_requests
+from ndcg_spark.validation.validate import RowAccounting, ValidationSpec, job_validation, validate_inputs
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class StageResult:
     target: Source
     rows_written: int
     seconds: float
-    #: rows read = rows scored + rows quarantined, per input (stage 1; see ndcg_spark.validation)
+    #: rows read = rows scored + rows quarantined, per input (stage 1; see ndcg_spark.validation.validate)
     accounting: RowAccounting | None = None
     #: where quarantined rows went (``outputs.quarantine``), if configured
     quarantine: Source | None = None
@@ -38,7 +38,7 @@ class StageResult:
 def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageResult:
     """Stage 1: read the inputs, validate them, score every request, write the per-request table.
 
-    Validation (:func:`~ndcg_spark.validation.validate_inputs`) runs before scoring: a rule handled
+    Validation (:func:`~ndcg_spark.validation.validate.validate_inputs`) runs before scoring: a rule handled
     as ``error`` fails the run before anything is written; quarantined rows go to
     ``outputs.quarantine`` (this run's partition is replaced, or cleared when none were set aside).
     Spark/Py4J errors from bad input surface as :class:`~ndcg_spark.errors.InputError`.
@@ -201,7 +201,7 @@ def aggregate_stage(
     """
     import datetime as dt
 
-    from ndcg_spark.aggregate import aggregate, audit, run_metadata
+    from ndcg_spark.aggregation.means import aggregate, audit, run_metadata
 
     spec, targets = stage2_plan(config)
     started = time.perf_counter()
@@ -247,7 +247,7 @@ def resolved_contract(contract: Contract, fingerprint: str) -> Contract:
 def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[dict], list[dict]]:
     """The overall rows of the written aggregate table and the audit rows (recomputed from the
     aggregate table when no audit table is written), for the CLI's closing lines."""
-    from ndcg_spark.aggregate import OVERALL, audit
+    from ndcg_spark.aggregation.means import OVERALL, audit
 
     aggregates = read_run(spark, result.target, result.run_id)
     overall = aggregates.filter(F.col("slice_dimension") == OVERALL).orderBy("system", "pool_version", "k").collect()
@@ -272,14 +272,14 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
 
     The ``compare:`` section is validated before Spark is touched. The candidates and judgments
     are re-read from ``inputs``; rows of requests that stage 1 set aside never meet the
-    per-request table, and :func:`~ndcg_spark.comparison.compare` fails if the pool summary does not
+    per-request table, and :func:`~ndcg_spark.comparison.paired.compare` fails if the pool summary does not
     match it (e.g. the inputs changed since the run).
     """
     from pathlib import Path
 
-    from ndcg_spark.comparison import CompareSpec, compare, pool_summary
+    from ndcg_spark.comparison.paired import CompareSpec, compare, pool_summary
     from ndcg_spark.errors import InputError
-    from ndcg_spark.publish import read_published, run_status_target
+    from ndcg_spark.job.publish import read_published, run_status_target
 
     spec = CompareSpec.from_dict(config.section("compare"))
     base = config.section("base")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from ndcg_spark.config import Source
+from ndcg_spark.job.config import Source
 from ndcg_spark.errors import InputError
 
 

@@ -56,10 +56,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ndcg_spark.config import JobConfig, Source
-from ndcg_spark.contract import Contract
+from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, ValidationError
-from ndcg_spark.scoring import Attributes, gain
+from ndcg_spark.scoring.score import Attributes, gain
 
 HANDLINGS = ("error", "quarantine")
 INPUTS = ("candidates", "judgments", "attributes")
@@ -456,9 +456,9 @@ def validate_inputs(
     Parameters
     ----------
     candidates, judgments, contract, system, pool_version : as for
-        :func:`~ndcg_spark.scoring.score_requests`.
+        :func:`~ndcg_spark.scoring.score.score_requests`.
     spec : the declared handling (default :class:`ValidationSpec`: every rule ``error``).
-    attributes : the :class:`~ndcg_spark.scoring.Attributes` the job will attach; its table (or the
+    attributes : the :class:`~ndcg_spark.scoring.score.Attributes` the job will attach; its table (or the
         candidates, when it has none) is checked for the request id, weight and slice columns.
     run_id : stamped on the quarantine rows.
 

@@ -1,6 +1,6 @@
 """Build what spark-submit needs: one zip for ``--py-files`` with ``ndcg_spark`` and PyYAML.
 
-    python -m ndcg_spark.packaging            # -> dist/ndcg_spark.zip   (bash dev.sh package)
+    python -m ndcg_spark.job.packaging            # -> dist/ndcg_spark.zip   (bash dev.sh package)
 
 The zip holds the ``ndcg_spark`` package and the pure-Python part of ``yaml`` (the driver reads
 the job YAML; PyYAML falls back to pure Python without its C extension), so a cluster needs only
@@ -46,7 +46,7 @@ def build_pyfiles_zip(out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ndcg_spark.packaging", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ndcg_spark.job.packaging", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="dist/ndcg_spark.zip", help="zip to write (default dist/ndcg_spark.zip)")
     args = parser.parse_args(argv)
     path = build_pyfiles_zip(args.out)

@@ -1,0 +1,1 @@
+"""Stage 2: from the per-request table to means with their denominators, intervals and the audit."""

@@ -1,0 +1,1 @@
+"""Comparing two rankers: pool summary, pool guard, paired statistics."""

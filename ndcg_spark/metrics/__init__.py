@@ -1,0 +1,1 @@
+"""Column functions shared by every stage: gain, DCG, resampling weights, exact sums, slices."""

@@ -1,0 +1,1 @@
+"""Stage 1: from candidates (and judgments) to the per-request table."""

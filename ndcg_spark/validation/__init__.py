@@ -1,0 +1,1 @@
+"""Named input rules: detection, quarantine and row accounting."""
