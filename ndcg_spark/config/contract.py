@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from ndcg_spark.config.checks import require_choice, validate_identifier
 from ndcg_spark.errors import ContractError
 
 CONTRACT_VERSION = 1
@@ -45,30 +45,12 @@ IDEAL_FROM = ("candidates", "judgments")
 UNJUDGED = ("zero", "exclude", "separate")
 EMPTY_IDEAL = ("exclude", "zero", "error")
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def validate_identifier(value: Any, path: str) -> str:
-    """Return ``value`` if it is a plain column/table identifier, else raise :class:`ContractError`."""
-    if not isinstance(value, str) or not _IDENTIFIER.match(value):
-        raise ContractError(
-            path, f"must be an identifier (letters, digits, underscore; not starting with a digit), got {value!r}"
-        )
-    return value
-
-
 def _number(value: Any, path: str, *, minimum: float | None = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ContractError(path, f"must be a finite number, got {value!r}")
     if minimum is not None and value < minimum:
         raise ContractError(path, f"must be a non-negative number, got {value!r}")
     return float(value)
-
-
-def _choice(value: Any, options: tuple[str, ...], path: str) -> str:
-    if value not in options:
-        raise ContractError(path, f"must be one of {', '.join(options)}; got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -83,7 +65,7 @@ class GainMapping:
     table: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
-        _choice(self.kind, GAIN_KINDS, "contract.gain")
+        require_choice(self.kind, GAIN_KINDS, "contract.gain")
         if self.kind == "table" and not self.table:
             raise ContractError("contract.gain.table", "must map at least one grade to a gain")
         if self.kind != "table" and self.table:
@@ -97,7 +79,7 @@ class GainMapping:
         if isinstance(value, str):
             if value == "table":
                 raise ContractError(path, "a table gain needs its entries: {table: {grade: gain, ...}}")
-            return cls(kind=_choice(value, GAIN_KINDS, path))
+            return cls(kind=require_choice(value, GAIN_KINDS, path))
         if isinstance(value, Mapping):
             entries = value.get("table", value) if set(value) <= {"table", "kind"} else value
             if value.get("kind", "table") != "table":
@@ -203,12 +185,12 @@ class Contract:
         object.__setattr__(self, "k", _parse_k(self.k))
         object.__setattr__(self, "gain", GainMapping.parse(self.gain))
         object.__setattr__(self, "columns", ColumnMapping.parse(self.columns))
-        _choice(self.discount, DISCOUNTS, "contract.discount")
-        _choice(self.order, ORDERS, "contract.order")
-        _choice(self.ties, TIES, "contract.ties")
-        _choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
-        _choice(self.unjudged, UNJUDGED, "contract.unjudged")
-        _choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
+        require_choice(self.discount, DISCOUNTS, "contract.discount")
+        require_choice(self.order, ORDERS, "contract.order")
+        require_choice(self.ties, TIES, "contract.ties")
+        require_choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
+        require_choice(self.unjudged, UNJUDGED, "contract.unjudged")
+        require_choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
 
     # ---------------------------------------------------------------- construction
     @classmethod
