@@ -11,8 +11,8 @@ Logged search results usually carry the displayed rank as their position: 1, 2, 
 All of these are plain hash aggregates, which Spark sums partially where the rows lie before the
 shuffle -- no per-request array of candidates is built, sorted or held in memory (measured on 20M
 candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed by the caller with the same
-expressions as for a collected list (:func:`ndcg_spark.scoring.score._metrics`) over the same values in
-the same order, so both plans give the same bits.
+:func:`ndcg_spark.metrics.dcg.dcg` as for a collected list, over the same values in the same order,
+so both plans give the same bits.
 
 Whether a request is dense is checked exactly, per request, in the aggregation: with
 ``m = min(n_candidates, max K)``, its positions ``0..m-1`` (or ``1..m``) must each occur exactly

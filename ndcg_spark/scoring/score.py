@@ -15,18 +15,18 @@ every candidate); their memory is then O(max K) and the result is the same.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ndcg_spark.scoring import dense
-from ndcg_spark.config.contract import Contract, GainMapping, validate_identifier
+from ndcg_spark.config.contract import Contract, validate_identifier
 from ndcg_spark.errors import EmptyIdealError, InputError
 from ndcg_spark.frames import join_null_safe
+from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg
+from ndcg_spark.metrics.gain import gain
+from ndcg_spark.scoring import dense
 
 #: The columns of the per-request table, in order (slice columns follow ``weight``).
 PER_REQUEST_COLUMNS = (
@@ -83,92 +83,6 @@ class Attributes:
             validate_identifier(s, f"attributes.slices[{i}]")
             if s in PER_REQUEST_COLUMNS or s in STAMP_COLUMNS:
                 raise InputError(f"attributes.slices[{i}]: {s!r} collides with a per-request table column")
-
-
-def gain(grade: Column, mapping: GainMapping) -> Column:
-    """Map a grade to its gain; null stays null (unjudged).
-
-    >>> from pyspark.sql import functions as F
-    >>> spark.range(4).select(gain(F.col("id").cast("double"), GainMapping()).alias("g")).show()
-    +---+
-    |  g|
-    +---+
-    |0.0|
-    |1.0|
-    |3.0|
-    |7.0|
-    +---+
-    <BLANKLINE>
-    """
-    if mapping.kind == "exponential":
-        return F.pow(F.lit(2.0), grade) - F.lit(1.0)
-    if mapping.kind == "linear":
-        return grade.cast("double")
-    table = F.create_map(*[F.lit(x) for pair in mapping.table for x in (float(pair[0]), float(pair[1]))])
-    return F.when(grade.isNull(), F.lit(None).cast("double")).otherwise(table[grade.cast("double")])
-
-
-def discount_prefix(max_k: int) -> list[float]:
-    """``D[j] = sum_{p=1..j} 1/log2(p+1)`` for j = 0..max_k (the cumulative log2 discount)."""
-    out = [0.0]
-    for p in range(1, max_k + 1):
-        out.append(out[-1] + 1.0 / math.log2(p + 1))
-    return out
-
-
-def _dcg(gains: Column, k: int) -> Column:
-    """DCG@k of an array of gains already in ranked order."""
-    return F.aggregate(
-        F.transform(F.slice(gains, 1, k), lambda g, i: g / F.log2(i + F.lit(2.0))),
-        F.lit(0.0),
-        lambda acc, x: acc + x,
-    )
-
-
-#: Up to this largest K, the per-K sums are written out one term per position: plain
-#: expressions that whole-stage codegen compiles. Above it, higher-order functions loop over the
-#: array (evaluated interpreted, element by element).
-_UNROLL_MAX_K = 32
-
-
-def _dcg_unrolled(values: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
-    """DCG@k of an array in ranked order, one term per position (``get`` is null past the end).
-
-    ``field`` picks the gain out of an element (e.g. a struct field); a null gain counts 0.
-    """
-    total = None
-    for p in range(k):
-        element = F.get(values, p)
-        value = field(element) if field is not None else element
-        term = F.coalesce(value, F.lit(0.0)) / F.lit(math.log2(p + 2.0))
-        total = term if total is None else total + term
-    return total
-
-
-def _count_unjudged_unrolled(items: Column, k: int) -> Column:
-    """How many of the first k items are unjudged, one term per position."""
-    total = None
-    for p in range(k):
-        term = F.when(~F.get(items, p)["judged"], F.lit(1)).otherwise(F.lit(0))
-        total = term if total is None else total + term
-    return total.cast("int")
-
-
-def _expected_dcg(items: Column, k: int, prefix: list[float]) -> Column:
-    """Tie-aware DCG@k: each item of a tie group starting after ``s`` with ``n`` members adds
-    ``gain / n * (D[min(s+n, k)] - D[s])`` (McSherry & Najork 2008)."""
-    d = F.array(*[F.lit(x) for x in prefix[: k + 1]])
-
-    def contribution(x: Column) -> Column:
-        end = F.least(x["tie_start"] + x["tie_size"], F.lit(k)).cast("int")
-        span = F.element_at(d, end + 1) - F.element_at(d, (x["tie_start"] + 1).cast("int"))
-        return F.coalesce(x["gain"], F.lit(0.0)) / x["tie_size"] * span
-
-    return F.aggregate(
-        F.filter(items, lambda x: x["tie_start"] < k),
-        F.lit(0.0),
-        lambda acc, x: acc + contribution(x),
-    )
 
 
 def require_column(df: DataFrame, name: str, role: str, table: str, numeric: bool = False) -> None:
@@ -394,8 +308,7 @@ def _score_dense(
         "n_candidates",
         "n_judged",
         "n_positive",
-        _metrics(contract, [(k, _dcg_unrolled(shown, k), _dcg_unrolled(ideal, k), F.col(f"unjudged_{k}"))
-                            for k in contract.k]),
+        _metrics(contract, [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]),
     )
     rest = join_null_safe(rows, _keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
     return _keys_as_strings(scored), rest
@@ -489,7 +402,6 @@ def _score_prepared(
     ks = contract.k
     keys = [F.col(c) for c in _KEYS]
     tie_aware = contract.order == "score" and contract.ties == "average"
-    unroll = contract.max_k <= _UNROLL_MAX_K
     if contract.order == "position":
         sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
     else:
@@ -552,21 +464,14 @@ def _score_prepared(
     else:
         ranked_items = F.col("items")
 
-    prefix = discount_prefix(contract.max_k)
     items, ideal = F.col("items"), F.col("ideal")
     per_k = []
     for k in ks:
         if tie_aware:
-            dcg = _expected_dcg(ranked_items, k, prefix)
-        elif unroll:
-            dcg = _dcg_unrolled(ranked_items, k, lambda x: x["gain"])
+            shown = expected_dcg(ranked_items, k)
         else:
-            dcg = _dcg(F.transform(ranked_items, lambda x: F.coalesce(x["gain"], F.lit(0.0))), k)
-        if unroll:
-            unjudged = _count_unjudged_unrolled(items, k)
-        else:
-            unjudged = F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"]))
-        per_k.append((k, dcg, _dcg_unrolled(ideal, k) if unroll else _dcg(ideal, k), unjudged))
+            shown = dcg(ranked_items, k, lambda x: x["gain"])
+        per_k.append((k, shown, dcg(ideal, k), count_unjudged(items, k)))
     return _keys_as_strings(grouped.select(*_KEYS, "n_candidates", "n_judged", "n_positive", _metrics(contract, per_k)))
 
 

@@ -1,0 +1,147 @@
+"""DCG@k of a ranked array, as Column functions: the one DCG every stage uses.
+
+A position ``p = 1, 2, ...`` is discounted by ``1 / log2(p + 1)``. Up to k = :data:`UNROLL_MAX_K`
+the sum is written out one term per position (plain expressions that whole-stage codegen
+compiles, each discount a literal); above it, higher-order functions loop over the array
+(evaluated interpreted, element by element). The two forms differ in the last bit for some
+positions (Spark's ``log2`` and Python's round differently), so DCG@k, IDCG@k and the
+comparison's ideal all call :func:`dcg` with the same k and get the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+#: Up to this k, the sums are written out one term per position.
+UNROLL_MAX_K = 32
+
+
+def dcg(values: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
+    """DCG@k of an array already in ranked order; a null gain, or a position past the end, counts 0.
+
+    Parameters
+    ----------
+    values : an array column, in ranked order (the ideal: gains sorted descending).
+    k : the cutoff (>= 1).
+    field : picks the gain out of an element (e.g. ``lambda x: x["gain"]`` for an array of
+        structs); ``None`` when the elements are the gains.
+
+    Returns
+    -------
+    Column of doubles.
+
+    Examples
+    --------
+    The SPEC's worked example (exponential gains of grades ``[1, 3, 0, 2]`` and their ideal), an
+    empty list, and an unjudged (null) gain:
+
+    >>> lists = spark.createDataFrame(
+    ...     [("shown", [1.0, 7.0, 0.0, 3.0]), ("ideal", [7.0, 3.0, 1.0, 0.0]), ("empty", []),
+    ...      ("unjudged", [None, 7.0])], "list string, gains array<double>")
+    >>> lists.select("list", F.round(dcg(F.col("gains"), 3), 6).alias("dcg_3"),
+    ...              F.round(dcg(F.col("gains"), 40), 6).alias("dcg_40")).show()
+    +--------+--------+--------+
+    |    list|   dcg_3|  dcg_40|
+    +--------+--------+--------+
+    |   shown|5.416508|6.708538|
+    |   ideal|9.392789|9.392789|
+    |   empty|     0.0|     0.0|
+    |unjudged|4.416508|4.416508|
+    +--------+--------+--------+
+    <BLANKLINE>
+    """
+    if k > UNROLL_MAX_K:
+        gains = values if field is None else F.transform(values, field)
+        return F.aggregate(
+            F.transform(F.slice(gains, 1, k), lambda g, i: F.coalesce(g, F.lit(0.0)) / F.log2(i + F.lit(2.0))),
+            F.lit(0.0),
+            lambda acc, x: acc + x,
+        )
+    total = None
+    for p in range(k):
+        element = F.get(values, p)
+        value = field(element) if field is not None else element
+        term = F.coalesce(value, F.lit(0.0)) / F.lit(math.log2(p + 2.0))
+        total = term if total is None else total + term
+    return total
+
+
+def discount_prefix(max_k: int) -> list[float]:
+    """``D[j] = sum_{p=1..j} 1/log2(p+1)`` for j = 0..max_k (the cumulative log2 discount).
+
+    >>> [round(d, 4) for d in discount_prefix(3)]
+    [0.0, 1.0, 1.6309, 2.1309]
+    """
+    out = [0.0]
+    for p in range(1, max_k + 1):
+        out.append(out[-1] + 1.0 / math.log2(p + 1))
+    return out
+
+
+def expected_dcg(items: Column, k: int) -> Column:
+    """Tie-aware DCG@k (McSherry & Najork 2008): the expected DCG over every order of each tie.
+
+    ``items`` is an array of structs with ``gain`` (null counts 0), ``tie_start`` (how many items
+    rank above the item's tie group) and ``tie_size`` (the group's size). An item of a group
+    starting after ``s`` with ``n`` members adds ``gain / n * (D[min(s+n, k)] - D[s])``, with
+    ``D`` the :func:`discount_prefix`.
+
+    Examples
+    --------
+    Gains 7 and 1 tied at the top, then 3 (a tie's average, not its doc id order, counts):
+
+    >>> items = spark.createDataFrame(
+    ...     [([(7.0, 0, 2), (1.0, 0, 2), (3.0, 2, 1)],), ([(None, 0, 1)],)],
+    ...     "items array<struct<gain: double, tie_start: int, tie_size: int>>")
+    >>> items.select(F.round(expected_dcg(F.col("items"), 1), 6).alias("dcg_1"),
+    ...              F.round(expected_dcg(F.col("items"), 3), 6).alias("dcg_3")).show()
+    +-----+--------+
+    |dcg_1|   dcg_3|
+    +-----+--------+
+    |  4.0|8.023719|
+    |  0.0|     0.0|
+    +-----+--------+
+    <BLANKLINE>
+    """
+    d = F.array(*[F.lit(x) for x in discount_prefix(k)])
+
+    def contribution(x: Column) -> Column:
+        end = F.least(x["tie_start"] + x["tie_size"], F.lit(k)).cast("int")
+        span = F.element_at(d, end + 1) - F.element_at(d, (x["tie_start"] + 1).cast("int"))
+        return F.coalesce(x["gain"], F.lit(0.0)) / x["tie_size"] * span
+
+    return F.aggregate(
+        F.filter(items, lambda x: x["tie_start"] < k),
+        F.lit(0.0),
+        lambda acc, x: acc + contribution(x),
+    )
+
+
+def count_unjudged(items: Column, k: int) -> Column:
+    """How many of the first k items are unjudged (``judged`` false); an int column.
+
+    ``items`` is an array of structs with a boolean ``judged`` field, in ranked order. Up to
+    k = :data:`UNROLL_MAX_K` one term per position, above a higher-order function.
+
+    >>> items = spark.createDataFrame([([(True,), (False,), (False,)],), ([],)], "items array<struct<judged: boolean>>")
+    >>> items.select(count_unjudged(F.col("items"), 2).alias("top_2"),
+    ...              count_unjudged(F.col("items"), 50).alias("top_50")).show()
+    +-----+------+
+    |top_2|top_50|
+    +-----+------+
+    |    1|     2|
+    |    0|     0|
+    +-----+------+
+    <BLANKLINE>
+    """
+    if k > UNROLL_MAX_K:
+        return F.size(F.filter(F.slice(items, 1, k), lambda x: ~x["judged"]))
+    total = None
+    for p in range(k):
+        term = F.when(~F.get(items, p)["judged"], F.lit(1)).otherwise(F.lit(0))
+        total = term if total is None else total + term
+    return total.cast("int")

@@ -1,0 +1,44 @@
+"""The gain of a grade under the contract's gain mapping, as a Column function."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.contract import GainMapping
+
+
+def gain(grade: Column, mapping: GainMapping) -> Column:
+    """Map a grade to its gain; null stays null (unjudged).
+
+    Parameters
+    ----------
+    grade : a numeric grade column (null: the document is unjudged).
+    mapping : ``exponential`` (2^g - 1), ``linear`` (g) or an explicit table grade -> gain (a
+        grade the table does not list maps to null; validation rejects such grades first).
+
+    Returns
+    -------
+    Column of doubles.
+
+    Examples
+    --------
+    >>> grades = spark.createDataFrame([(0.0,), (1.0,), (3.0,), (None,)], "grade double")
+    >>> grades.select("grade", gain(F.col("grade"), GainMapping()).alias("exponential"),
+    ...               gain(F.col("grade"), GainMapping("linear")).alias("linear")).show()
+    +-----+-----------+------+
+    |grade|exponential|linear|
+    +-----+-----------+------+
+    |  0.0|        0.0|   0.0|
+    |  1.0|        1.0|   1.0|
+    |  3.0|        7.0|   3.0|
+    | NULL|       NULL|  NULL|
+    +-----+-----------+------+
+    <BLANKLINE>
+    """
+    if mapping.kind == "exponential":
+        return F.pow(F.lit(2.0), grade) - F.lit(1.0)
+    if mapping.kind == "linear":
+        return grade.cast("double")
+    table = F.create_map(*[F.lit(x) for pair in mapping.table for x in (float(pair[0]), float(pair[1]))])
+    return F.when(grade.isNull(), F.lit(None).cast("double")).otherwise(table[grade.cast("double")])
