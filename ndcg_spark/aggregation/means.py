@@ -11,7 +11,7 @@ Everything is native Spark: nothing per request reaches the driver, and the only
 collect is the list of run x contract x pool x system x K groups (a handful of rows).
 
 Exact and reproducible
-    Sums are taken in 64-bit integer fixed point (:class:`_FixedPoint`: each term is rounded
+    Sums are taken in 64-bit integer fixed point (:class:`~ndcg_spark.metrics.exact.FixedPoint`: each term is rounded
     once, to 2^-56 of the largest possible term, then added exactly), so a mean does not depend
     on the order Spark happens to add rows in: the same per-request table and the same
     :class:`AggregateSpec` give bit-identical aggregates, whatever the partitioning.
@@ -64,13 +64,24 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ndcg_spark.config.bootstrap import (
+    MAX_BUCKETS,
+    MAX_REPLICATES,
+    MIN_BUCKETS,
+    MIN_REPLICATES,
+    bootstrap_fields,
+    quantiles,
+    require_level,
+    require_replicates,
+    require_seed,
+)
+from ndcg_spark.config.checks import is_int
 from ndcg_spark.config.contract import Contract, validate_identifier
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import join_null_safe
-
-#: ``slice_dimension`` / ``slice_value`` of the row that covers every request of its group.
-OVERALL = "overall"
-OVERALL_VALUE = "all"
+from ndcg_spark.metrics.exact import FixedPoint
+from ndcg_spark.metrics.resampling import expand_replicates, group_unit, poisson_weight, random_group
+from ndcg_spark.metrics.slices import OVERALL, OVERALL_VALUE, percentile_interval, roll_up
 
 #: What one aggregate row is "per" (besides the slice): never pooled across any of these.
 GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k")
@@ -153,11 +164,6 @@ _REQUIRED = (
     "n_unjudged_in_top_k",
     "weight",
 )
-_MAX_REPLICATES = 100_000
-_MIN_REPLICATES = 20
-#: fewer random groups than this would leave too few units for a percentile interval
-_MIN_BUCKETS = 16
-_MAX_BUCKETS = 1 << 20
 #: bootstrap groups pivoted into columns per pass over the data: 8 keeps the generated code of
 #: the hot loop under the JVM's 8 KB JIT limit (measured: 3.8 KB for 8 groups)
 _GROUPS_PER_PASS = 8
@@ -219,28 +225,14 @@ class AggregateSpec:
             if name in slices[:i]:
                 raise ContractError(f"aggregate.slices[{i}]", f"lists {name!r} twice")
         object.__setattr__(self, "slices", slices)
-        if not _is_int(self.min_eligible) or self.min_eligible < 1:
+        if not is_int(self.min_eligible) or self.min_eligible < 1:
             raise ContractError("aggregate.min_eligible", f"must be an integer >= 1, got {self.min_eligible!r}")
-        level = self.ci_level
-        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
-            raise ContractError(
-                "aggregate.bootstrap.level", f"must be a number strictly between 0 and 1, got {level!r}"
-            )
-        object.__setattr__(self, "ci_level", float(level))
-        r = self.replicates
-        if not _is_int(r) or not (r == 0 or _MIN_REPLICATES <= r <= _MAX_REPLICATES):
-            raise ContractError(
-                "aggregate.bootstrap.replicates",
-                f"must be 0 (no interval) or an integer from {_MIN_REPLICATES} to {_MAX_REPLICATES}, got {r!r}",
-            )
-        if not _is_int(self.seed) or not -(2**63) <= self.seed < 2**63:
-            raise ContractError("aggregate.bootstrap.seed", f"must be a 64-bit integer, got {self.seed!r}")
-        if not _is_int(self.buckets) or not (self.buckets == 0 or _MIN_BUCKETS <= self.buckets <= _MAX_BUCKETS):
-            raise ContractError(
-                "aggregate.bootstrap.buckets",
-                f"must be 0 (resample single requests) or an integer from {_MIN_BUCKETS} to {_MAX_BUCKETS}, "
-                f"got {self.buckets!r}",
-            )
+        object.__setattr__(self, "ci_level", require_level(self.ci_level, "aggregate.bootstrap.level"))
+        require_replicates(self.replicates, "aggregate.bootstrap.replicates", minimum=MIN_REPLICATES,
+                           maximum=MAX_REPLICATES, zero_means="no interval")
+        require_seed(self.seed, "aggregate.bootstrap.seed")
+        require_replicates(self.buckets, "aggregate.bootstrap.buckets", minimum=MIN_BUCKETS, maximum=MAX_BUCKETS,
+                           zero_means="resample single requests")
         w = self.default_weight
         if w is not None:
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
@@ -268,17 +260,7 @@ class AggregateSpec:
         for key in data:
             if key not in known:
                 raise ContractError(f"{path}.{key}", f"is not a known field; known: {', '.join(sorted(known))}")
-        boot = data.get("bootstrap") or {}
-        if not isinstance(boot, Mapping):
-            raise ContractError(
-                f"{path}.bootstrap", f"must be a mapping (level, replicates, seed, buckets), got {boot!r}"
-            )
-        for key in boot:
-            if key not in {"level", "replicates", "seed", "buckets"}:
-                raise ContractError(
-                    f"{path}.bootstrap.{key}", "is not a known field; known: buckets, level, replicates, seed"
-                )
-        kwargs: dict[str, Any] = {}
+        kwargs = bootstrap_fields(data.get("bootstrap"), f"{path}.bootstrap", ("level", "replicates", "seed", "buckets"))
         if "slices" in data:
             slices = data["slices"] if data["slices"] is not None else []
             if not isinstance(slices, list):
@@ -289,9 +271,6 @@ class AggregateSpec:
         for key, name in (("min_eligible", "min_eligible"), ("default_weight", "default_weight")):
             if key in data:
                 kwargs[name] = data[key]
-        for key, name in (("level", "ci_level"), ("replicates", "replicates"), ("seed", "seed"), ("buckets", "buckets")):
-            if key in boot:
-                kwargs[name] = boot[key]
         spec = cls(**kwargs)
         if carried_slices is not None:
             for i, name in enumerate(spec.slices):
@@ -324,58 +303,7 @@ class AggregateSpec:
     @property
     def quantiles(self) -> tuple[float, float]:
         """The lower and upper percentile of the bootstrap distribution, e.g. (0.025, 0.975)."""
-        tail = (1.0 - self.ci_level) / 2.0
-        return tail, 1.0 - tail
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-# ---------------------------------------------------------------------------------- bootstrap
-def _poisson_cdf() -> tuple[float, ...]:
-    """P(X <= j) for X ~ Poisson(1), j = 0, 1, ..., up to where a 53-bit uniform can still fall."""
-    terms, out = [], []
-    term = math.exp(-1.0)
-    for j in range(40):
-        if j:
-            term /= j
-        terms.append(term)
-        cdf = math.fsum(terms)
-        if cdf >= 1.0 - 2.0**-53:
-            break
-        out.append(cdf)
-    return tuple(out)
-
-
-_POISSON_CDF = _poisson_cdf()
-
-
-def poisson_weight(seed: int, replicate: Column, unit: Column) -> Column:
-    """How many times ``unit`` is drawn in bootstrap replicate ``replicate``: a Poisson(1) count.
-
-    A pure function of ``(seed, replicate, unit)``: ``xxhash64(seed as bigint, replicate as int,
-    unit as string)``, its top 53 bits as a uniform ``u`` in [0, 1), and the Poisson(1) inverse
-    CDF of ``u`` as a ``CASE`` over the cumulative probabilities. Native Spark, no ``rand()``, so
-    the draws do not depend on partitioning or on the order rows arrive in.
-
-    Examples
-    --------
-    >>> draws = spark.range(20000).select(poisson_weight(7, F.lit(1), F.col("id")).alias("c"))
-    >>> draws.select(F.round(F.avg("c"), 1).alias("mean"), F.round(F.variance("c"), 1).alias("var")).show()
-    +----+---+
-    |mean|var|
-    +----+---+
-    | 1.0|1.0|
-    +----+---+
-    <BLANKLINE>
-    """
-    h = F.xxhash64(F.lit(int(seed)).cast("long"), replicate.cast("int"), unit.cast("string"))
-    u = F.shiftrightunsigned(h, 11).cast("double") * F.lit(2.0**-53)
-    draw = F.when(u < F.lit(_POISSON_CDF[0]), F.lit(0))
-    for j, threshold in enumerate(_POISSON_CDF[1:], start=1):
-        draw = draw.when(u < F.lit(threshold), F.lit(j))
-    return draw.otherwise(F.lit(len(_POISSON_CDF)))
+        return quantiles(self.ci_level)
 
 
 # -------------------------------------------------------------------------------- aggregation
@@ -480,20 +408,13 @@ def _prepare(per_request: DataFrame, spec: AggregateSpec) -> tuple[DataFrame, li
     return rows, slice_cols
 
 
-def _dimensions(names: Sequence[str], slice_cols: list[str]) -> Column:
-    """One ``(slice_dimension, slice_value)`` struct per slice a row belongs to, overall first."""
-    pairs = [F.struct(F.lit(OVERALL).alias("d"), F.lit(OVERALL_VALUE).alias("v"))]
-    pairs += [F.struct(F.lit(name).alias("d"), F.col(col).alias("v")) for name, col in zip(names, slice_cols)]
-    return F.explode(F.array(*pairs))
-
-
 @dataclass(frozen=True)
 class _Scan:
     """What the one eager job learns: the groups, in order, and the scale of the exact sums."""
 
     groups: list[tuple[Any, ...]]
-    ndcg_sum: _FixedPoint
-    weight_sum: _FixedPoint
+    ndcg_sum: FixedPoint
+    weight_sum: FixedPoint
     #: every weight is the same positive number: the weighted mean *is* the macro mean
     uniform_weight: bool
 
@@ -535,54 +456,10 @@ def _scan(rows: DataFrame) -> _Scan:
     min_weight = min((r["min_weight"] or 0.0 for r in stats), default=0.0)
     return _Scan(
         groups=[tuple(r[c] for c in GROUP_KEYS) for r in stats],
-        ndcg_sum=_FixedPoint.for_bound(1.0),
-        weight_sum=_FixedPoint.for_bound(max_weight),
+        ndcg_sum=FixedPoint.for_bound(1.0),
+        weight_sum=FixedPoint.for_bound(max_weight),
         uniform_weight=0.0 < min_weight == max_weight,
     )
-
-
-_TERM_BITS = 56
-_LOW_BITS = 28
-
-
-@dataclass(frozen=True)
-class _FixedPoint:
-    """Exact, order-independent sums of non-negative doubles, as two 64-bit integer sums.
-
-    A term ``t`` (at most ``bound``) is scaled by a power of two so the largest possible term is
-    just under 2^56, truncated to an integer ``T`` and split into ``T >> 28`` and
-    ``T & (2^28 - 1)``. The halves (times a bootstrap count) are summed as longs -- exact, so a
-    sum does not depend on the order Spark adds rows in, hence on partitioning -- and recombined
-    at the end. Resolution: 2^-56 of ``bound`` per term (about 1.4e-17 for NDCG). Sums stay
-    exact up to about 10^9 requests per group; past that the run fails (ANSI overflow), it never
-    wraps around.
-    """
-
-    exponent: int
-
-    @classmethod
-    def for_bound(cls, bound: float) -> _FixedPoint:
-        _, e = math.frexp(max(float(bound), 2.0**-900))  # bound < 2^e
-        return cls(exponent=max(-1000, min(1000, _TERM_BITS - e)))
-
-    def parts(self, term: Column, name: str) -> list[Column]:
-        """``term`` as two long columns ``{name}_h`` and ``{name}_l`` (null when ``term`` is null)."""
-        scaled = (term * F.lit(2.0**self.exponent)).cast("long")
-        return [
-            F.shiftright(scaled, _LOW_BITS).alias(f"{name}_h"),
-            scaled.bitwiseAND(F.lit((1 << _LOW_BITS) - 1)).alias(f"{name}_l"),
-        ]
-
-    @staticmethod
-    def names(name: str) -> list[str]:
-        return [f"{name}_h", f"{name}_l"]
-
-    def value(self, name: str) -> Column:
-        """The recombined sum of columns ``{name}_h``/``{name}_l`` as a double (null if both are)."""
-        high, low = F.col(f"{name}_h"), F.col(f"{name}_l")
-        return high.cast("double") * F.lit(2.0 ** (_LOW_BITS - self.exponent)) + low.cast("double") * F.lit(
-            2.0**-self.exponent
-        )
 
 
 def _point_estimates(rows: DataFrame, spec: AggregateSpec, slice_cols: list[str], scan: _Scan) -> DataFrame:
@@ -606,18 +483,10 @@ def _point_estimates(rows: DataFrame, spec: AggregateSpec, slice_cols: list[str]
         "n_empty_ideal": F.count(F.when(F.col("empty_ideal"), 1)),
         "n_unjudged": F.count("unjudged"),
     }
-    fixed = [n for base in ("sx", "swx", "sw_eligible", "sw_all", "s_unjudged") for n in _FixedPoint.names(base)]
-    names = [*counts, *fixed]
+    fixed = [n for base in ("sx", "swx", "sw_eligible", "sw_all", "s_unjudged") for n in FixedPoint.names(base)]
     # Sum per finest cell (group x every slice column), then roll the cells up to each slice:
     # integer sums make the two levels equal to one pass, and the expansion runs on few rows.
-    cells = terms.groupBy(*GROUP_KEYS, *slice_cols).agg(
-        *[v.alias(k) for k, v in counts.items()], *[F.sum(n).alias(n) for n in fixed]
-    )
-    rolled = (
-        cells.select(*GROUP_KEYS, _dimensions(spec.slices, slice_cols).alias("_dv"), *names)
-        .groupBy(*GROUP_KEYS, F.col("_dv.d").alias("slice_dimension"), F.col("_dv.v").alias("slice_value"))
-        .agg(*[F.sum(name).alias(name) for name in names])
-    )
+    rolled = roll_up(terms, GROUP_KEYS, spec.slices, slice_cols, {**counts, **{n: F.sum(n) for n in fixed}})
     n_eligible, sw_eligible = F.col("n_eligible"), w.value("sw_eligible")
     return rolled.select(
         *GROUP_KEYS,
@@ -655,7 +524,6 @@ def _bootstrap_intervals(rows: DataFrame, spec: AggregateSpec, slice_cols: list[
         T.StructType([T.StructField("_g", T.IntegerType(), False), *[rows.schema[c] for c in GROUP_KEYS]]),
     )
     indexed = join_null_safe(rows, F.broadcast(group_table), GROUP_KEYS, "inner")
-    lo, hi = spec.quantiles
     passes = []
     for start in range(0, len(scan.groups), _GROUPS_PER_PASS):
         chunk = list(range(start, min(start + _GROUPS_PER_PASS, len(scan.groups))))
@@ -665,8 +533,8 @@ def _bootstrap_intervals(rows: DataFrame, spec: AggregateSpec, slice_cols: list[
     for more in passes[1:]:
         replicate_means = replicate_means.unionByName(more)
     intervals = replicate_means.groupBy("_g", "slice_dimension", "slice_value").agg(
-        F.percentile("_macro", [lo, hi]).alias("_mq"),
-        F.percentile("_weighted", [lo, hi]).alias("_wq"),
+        percentile_interval(F.col("_macro"), spec.ci_level).alias("_mq"),
+        percentile_interval(F.col("_weighted"), spec.ci_level).alias("_wq"),
     )
     return intervals.join(F.broadcast(group_table), "_g").select(
         *GROUP_KEYS,
@@ -722,29 +590,16 @@ def _bootstrap_pass(
     if spec.buckets:
         # Random groups: a request's group is a hash of the seed and its id; the group's terms
         # are exact sums, so drawing the group c times adds c times each member's terms.
-        group = F.pmod(F.xxhash64(F.lit(int(spec.seed)).cast("long"), F.lit("group"), F.col("_unit")),
-                       F.lit(spec.buckets))
-        cell = F.xxhash64(F.lit(0), *[F.coalesce(F.col(c), F.lit("\u0000")) for c in slice_cols])
+        group = random_group(spec.seed, F.col("_unit"), spec.buckets)
         per_request = (
             per_request.groupBy(*slice_cols, group.alias("_group"))
             .agg(*[F.sum(n).alias(n) for n in term_names])
-            .select(*slice_cols, *term_names,
-                    F.concat_ws(":", F.col("_group").cast("string"), cell.cast("string")).alias("_unit"))
+            .select(*slice_cols, *term_names, group_unit(F.col("_group"), slice_cols).alias("_unit"))
         )
-    drawn = per_request.select(
-        *slice_cols,
-        *term_names,
-        F.explode(F.sequence(F.lit(1), F.lit(spec.replicates))).alias("_r"),
-        "_unit",
-    ).withColumn("_c", poisson_weight(spec.seed, F.col("_r"), F.col("_unit")))
-    drawn = drawn.filter(F.col("_c") > 0)  # a request drawn 0 times adds nothing
-    c = F.col("_c")
-    cells = drawn.groupBy(*slice_cols, "_r").agg(*[F.sum(c * F.col(n)).alias(n) for n in term_names])
-    rolled = (
-        cells.select(_dimensions(spec.slices, slice_cols).alias("_dv"), "_r", *term_names)
-        .groupBy(F.col("_dv.d").alias("slice_dimension"), F.col("_dv.v").alias("slice_value"), "_r")
-        .agg(*[F.sum(n).alias(n) for n in term_names])
-    )
+    # a unit drawn 0 times adds nothing: only the rows drawn at least once are kept
+    drawn = expand_replicates(per_request, F.col("_unit"), spec.seed, bootstrap=spec.replicates)
+    c = F.col("_count")
+    rolled = roll_up(drawn, ["_replicate"], spec.slices, slice_cols, {n: F.sum(c * F.col(n)) for n in term_names})
     means = []
     for i in chunk:
         n = F.col(f"_e{i}")
