@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ndcg_spark.report.html import fmt_count, fmt_delta, fmt_interval, fmt_mean, render_html
+from ndcg_spark.config.report_spec import ReportSpec
+from ndcg_spark.errors import ContractError
+from ndcg_spark.report.format import fmt_count, fmt_delta, fmt_interval, fmt_mean
+from ndcg_spark.report.html import render_html, render_pages
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -121,6 +124,50 @@ def test_render_tolerates_missing_sections():
     assert "This run is not published" in render_html({"run_id": "r1", "run_status": "running"})
 
 
+def test_page_forbids_everything_but_its_inline_styles(data):
+    page = render_html(data)
+    csp = "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+    assert page.count(csp) == 1 and page.index(csp) < page.index("<title>")
+
+
+def test_report_options_bins_and_k_from_the_yaml():
+    from ndcg_spark.job.config import JobConfig
+
+    job = {"version": 1, "inputs": {"candidates": "c"}, "report": {"bins": 5, "k": 3}}
+    assert JobConfig.from_dict(job).report_spec() == ReportSpec(bins=5, k=3)
+    assert JobConfig.from_dict(dict(job, report=None)).report_spec() == ReportSpec(bins=10, k=None)
+    for section, message in (({"bins": 1}, "report.bins: must be an integer from 2 to 100, got 1"),
+                             ({"bins": True}, "report.bins: must be an integer from 2 to 100, got True"),
+                             ({"k": 0}, "report.k: must be an integer >= 1 (one of contract.k), got 0"),
+                             ({"colour": "red"}, "report.colour: is not a known field; known: bins, k"),
+                             ([5], "report: must be a mapping, got list")):
+        with pytest.raises(ContractError) as raised:
+            JobConfig.from_dict(dict(job, report=section)).report_spec()
+        assert str(raised.value) == message
+
+
+def test_render_draws_the_histogram_in_the_declared_bins_and_slices_at_the_declared_k(data):
+    at_3 = [dict(r, k=3, macro_ndcg=0.5) for r in data["aggregates"] if r["slice_dimension"] == "rarity"]
+    rows = data["aggregates"] + at_3
+    hist = [dict(h, bucket=min(h["bucket"], 4)) if h["metric"] == "ndcg" and h["bucket"] is not None else h
+            for h in data["histograms"]]
+    page = render_html(dict(data, aggregates=rows, histograms=hist, bins=5, chart_k=3))
+    assert "<code>[i/5, (i+1)/5)</code>" in page and ">0.8</text>" in page and ">0.9</text>" not in page
+    assert "macro NDCG@3 of every slice" in page
+    assert "macro NDCG@10 of every slice" in render_html(dict(data, aggregates=rows, chart_k=None))
+    assert "macro NDCG@10 of every slice" in render_html(dict(data, aggregates=rows, chart_k=5))  # not a K of the run
+
+
+def test_render_pages_names_one_page_per_comparison(data):
+    odd = dict(data["comparisons"][0], baseline="bm25 v2", candidate="a/b")
+    pages = render_pages(dict(data, comparisons=[data["comparisons"][0], odd]))
+    assert list(pages) == ["report.html", "comparison-bm25-vs-hybrid.html", "comparison-bm25_v2-vs-a_b.html"]
+    assert "Overall NDCG@K per system" in pages["report.html"]
+    comparison_page = pages["comparison-bm25_v2-vs-a_b.html"]
+    assert "NDCG@K comparison — run r1" in comparison_page and "Overall NDCG@K per system" not in comparison_page
+    assert "Comparison: hybrid (candidate)" not in comparison_page
+
+
 # ------------------------------------------------------------------------------ end to end
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
@@ -129,7 +176,7 @@ def built(spark, tmp_path_factory):
     from ndcg_spark.job.io import read_run
     from ndcg_spark.job.stages import aggregate_stage, compare_stage, score_stage
     from ndcg_spark.job.publish import publishing
-    from ndcg_spark.report.html import _output, build_report
+    from ndcg_spark.job.report_files import report_sources, write_report
     from ndcg_spark.sample.generate import write_sample
 
     root = tmp_path_factory.mktemp("report")
@@ -155,7 +202,7 @@ def built(spark, tmp_path_factory):
     config = JobConfig.from_yaml(config_file)
     run_id = "2026-11-29"
     timings = {}
-    with publishing(spark, config, run_id):
+    with publishing(spark, config.run_status(), run_id):
         started = time.perf_counter()
         stage1 = score_stage(spark, config, run_id)
         timings["score"] = time.perf_counter() - started
@@ -166,10 +213,10 @@ def built(spark, tmp_path_factory):
     compare_stage(spark, config, run_id)  # compares published runs only
     timings["compare"] = time.perf_counter() - started - timings["score"] - timings["aggregate"]
     started = time.perf_counter()
-    path = build_report(spark, config, run_id)
+    path = write_report(spark, config, run_id)
     timings["report"] = time.perf_counter() - started
     print("stage seconds:", {k: round(v, 1) for k, v in timings.items()})
-    rows = [r.asDict() for r in read_run(spark, _output(config, "aggregate"), run_id)
+    rows = [r.asDict() for r in read_run(spark, report_sources(config).aggregate, run_id)
             .filter("slice_dimension = 'overall'").collect()]
     return path, rows, config_file
 

@@ -1,0 +1,192 @@
+"""The run's sections of the report: overall means, slices (with the audit) and distributions.
+
+Each section is a pure function of rows (dicts of the aggregate, audit and histogram tables) and
+returns the section's HTML as a list of fragments; :func:`~ndcg_spark.report.html.render_html`
+joins them into the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ndcg_spark.config.report_spec import DEFAULT_BINS
+from ndcg_spark.report.charts import RED, bar_chart, chart_k, interval_chart
+from ndcg_spark.report.format import (
+    OVERALL,
+    escape,
+    fmt_count,
+    fmt_delta,
+    fmt_interval,
+    fmt_mean,
+    is_true,
+    mean_cell,
+    sort_key,
+    td,
+)
+
+__all__ = ["section_distributions", "section_overall", "section_slices"]
+
+Row = Mapping[str, Any]
+
+
+def section_overall(aggs: Sequence[Row]) -> list[str]:
+    """The overall means per system x pool x K, with intervals and denominators; one chart per K."""
+    overall = sorted((r for r in aggs if r.get("slice_dimension") == OVERALL),
+                     key=lambda r: sort_key(r, "system", "pool_version", "k"))
+    level = next((r.get("ci_level") for r in overall if r.get("ci_level")), None)
+    out = ["<h2 id='overall'>Overall NDCG@K per system</h2>",
+           f"<p class='sub'>Macro mean: every eligible request counts once. Weighted: by traffic weight. "
+           f"{escape(f'{level:.0%} bootstrap intervals over requests' if level else 'No intervals (replicates: 0)')}. "
+           "Beside every mean, its denominator: eligible requests (with an NDCG), empty-ideal requests "
+           "(IDCG = 0, set aside or scored 0 as the contract says) and all requests.</p>",
+           "<table><tr><th class='l'>system</th><th class='l'>pool version</th><th>K</th><th>macro NDCG [interval]</th>"
+           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>all requests</th>"
+           "<th>unjudged share of top K</th></tr>"]
+    for r in overall:
+        out.append("<tr>" + td(r.get("system"), "l") + td(r.get("pool_version"), "l") + td(r.get("k"))
+                   + _means_and_counts(r) + td(fmt_mean(r.get("unjudged_share"))) + "</tr>")
+    out.append("</table>")
+    ks = sorted({r.get("k") for r in overall if r.get("k") is not None})
+    out.append("<div class='grid'>")
+    for k in ks:
+        items = [{"label": f"{r.get('system')} ({r.get('pool_version')})", "value": r.get("macro_ndcg"),
+                  "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
+                  "note": f"{fmt_count(r.get('n_eligible'))} eligible / {fmt_count(r.get('n_requests'))} all"}
+                 for r in overall if r.get("k") == k]
+        out.append(f"<div class='card'><b>macro NDCG@{escape(k)}</b><br>"
+                   + interval_chart(items, clamp=(0.0, 1.0), width=560, label_width=180) + "</div>")
+    out.append("</div>")
+    return out
+
+
+def _means_and_counts(r: Row) -> str:
+    """The cells both mean tables share: macro and weighted mean with intervals, then the three denominators."""
+    return (mean_cell(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
+            + mean_cell(r.get("weighted_ndcg"), r.get("weighted_ci_low"), r.get("weighted_ci_high"))
+            + td(fmt_count(r.get("n_eligible"))) + td(fmt_count(r.get("n_empty_ideal")))
+            + td(fmt_count(r.get("n_requests"))))
+
+
+def section_slices(data: Mapping[str, Any]) -> list[str]:
+    """Per slice dimension: the audit's call-outs, one chart per system at the chart K, every row in a table."""
+    aggs, audit_rows = data.get("aggregates") or [], data.get("audit") or []
+    dims = sorted({r.get("slice_dimension") for r in aggs if r.get("slice_dimension") != OVERALL}, key=str)
+    if not dims:
+        return ["<h2 id='slices'>Slices</h2><p>No slice dimensions were aggregated.</p>"]
+    k = chart_k(data, aggs)
+    min_el = next((r.get("min_eligible") for r in aggs if r.get("min_eligible") is not None), None)
+    out = ["<h2 id='slices'>Slices</h2>",
+           f"<p class='sub'>Per slice dimension, macro NDCG@{escape(k)} of every slice with its interval against the "
+           f"overall mean (dashed). <span class='small'>Hollow amber: a small slice</span> (fewer than "
+           f"{escape(fmt_count(min_el))} eligible requests: reported, not ranked). <b style='color:{RED}'>Red</b>: the "
+           "worst ranked slice (the audit); its call-out is red when its whole interval lies below the overall "
+           "mean (a screening flag: the worst of several is low partly by selection). Every K is in the tables.</p>"]
+    systems = sorted({(r.get("system"), r.get("pool_version")) for r in aggs}, key=lambda s: tuple(map(str, s)))
+    for dim in dims:
+        out.append(f"<h3>{escape(dim)}</h3>")
+        # call-outs: the audit rows at every K, charts at the chart K
+        for a in sorted((a for a in audit_rows if a.get("slice_dimension") == dim),
+                        key=lambda a: sort_key(a, "system", "pool_version", "k")):
+            out.append(_worst_slice_callout(dim, a))
+        out.append("<div class='grid'>")
+        for system, pool in systems:
+            out += _slice_chart(aggs, audit_rows, dim, system, pool, k)
+        out.append("</div>")
+        out += _slice_table(aggs, dim)
+    return out
+
+
+def _worst_slice_callout(dim: Any, a: Row) -> str:
+    """The audit row of one system x K for ``dim``: its worst slice and whether it lies below the overall."""
+    if a.get("worst_slice_value") is None and a.get("worst_macro_ndcg") is None:
+        return (f"<div class='ok'>{escape(a.get('system'))} @{escape(a.get('k'))}: no slice of {escape(dim)} has "
+                f"enough eligible requests to rank ({escape(a.get('n_slices_ranked'))} of "
+                f"{escape(a.get('n_slices'))}).</div>")
+    below = is_true(a.get("ci_below_overall"))
+    return (
+        f"<div class='{'callout' if below else 'ok'}'>Worst slice of <b>{escape(dim)}</b> "
+        f"for <b>{escape(a.get('system'))}</b> "
+        f"@{escape(a.get('k'))}: <b>{escape(a.get('worst_slice_value'))}</b> — "
+        f"<span class='num'>{escape(fmt_mean(a.get('worst_macro_ndcg')))}</span> "
+        f"<span class='ci'>{escape(fmt_interval(a.get('worst_ci_low'), a.get('worst_ci_high')))}</span>, "
+        f"{escape(fmt_count(a.get('worst_n_eligible')))} eligible; gap {escape(fmt_delta(a.get('gap_to_overall')))} "
+        f"to the overall {escape(fmt_mean(a.get('overall_macro_ndcg')))}"
+        + ("; <b>its whole interval lies below the overall mean</b>." if below
+           else "; its interval reaches the overall mean (within the noise at this sample size).")
+        + f" ({escape(a.get('n_slices_ranked'))} of {escape(a.get('n_slices'))} slices ranked.)</div>"
+    )
+
+
+def _slice_chart(aggs: Sequence[Row], audit_rows: Sequence[Row], dim: Any, system: Any, pool: Any,
+                 k: Any) -> list[str]:
+    """One system's slices of ``dim`` at K = ``k`` against its overall mean (nothing if it has none)."""
+    def same_cell(r: Row) -> bool:
+        return r.get("system") == system and r.get("pool_version") == pool and r.get("k") == k
+
+    rows = [r for r in aggs if r.get("slice_dimension") == dim and same_cell(r)]
+    if not rows:
+        return []
+    overall = next((r for r in aggs if r.get("slice_dimension") == OVERALL and same_cell(r)), {})
+    worst = next((a.get("worst_slice_value") for a in audit_rows if a.get("slice_dimension") == dim
+                  and same_cell(a)), None)
+    items = []
+    for r in sorted(rows, key=lambda r: sort_key(r, "slice_value")):
+        small = is_true(r.get("below_min_eligible"))
+        style = "worst" if (worst is not None and r.get("slice_value") == worst and not small) else (
+            "small" if small else None)
+        items.append({"label": f"{r.get('slice_value')}" + (" (small)" if small else "")
+                      + (" ◀ worst" if style == "worst" else ""),
+                      "value": r.get("macro_ndcg"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
+                      "style": style, "note": f"{fmt_count(r.get('n_eligible'))} eligible"})
+    return [f"<div class='card'><b>{escape(system)}</b> <span class='sub'>({escape(pool)}) · macro NDCG@{escape(k)}"
+            "</span><br>" + interval_chart(items, reference=overall.get("macro_ndcg"), width=560) + "</div>"]
+
+
+def _slice_table(aggs: Sequence[Row], dim: Any) -> list[str]:
+    """Every slice of ``dim`` at every K, folded away under a ``<details>``."""
+    rows = sorted((r for r in aggs if r.get("slice_dimension") == dim),
+                  key=lambda r: sort_key(r, "system", "pool_version", "k", "slice_value"))
+    out = [f"<details><summary>{escape(dim)}: every slice at every K ({len(rows)} rows)</summary><table>"
+           "<tr><th class='l'>system</th><th>K</th><th class='l'>slice</th><th>macro NDCG [interval]</th>"
+           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>all</th><th>small</th></tr>"]
+    for r in rows:
+        out.append("<tr>" + td(r.get("system"), "l") + td(r.get("k")) + td(r.get("slice_value"), "l")
+                   + _means_and_counts(r) + td("small" if is_true(r.get("below_min_eligible")) else "") + "</tr>")
+    out.append("</table></details>")
+    return out
+
+
+def section_distributions(data: Mapping[str, Any]) -> list[str]:
+    """Bar charts of the per-request NDCG and unjudged-in-top-K histograms, one per system x K."""
+    hist = data.get("histograms") or []
+    if not hist:
+        return []
+    bins = int(data.get("bins") or DEFAULT_BINS)
+    groups = sorted({(h.get("system"), h.get("pool_version"), h.get("k")) for h in hist},
+                    key=lambda g: (str(g[0]), str(g[1]), g[2] if g[2] is not None else -1))
+    out = ["<h2 id='distributions'>Distribution of per-request NDCG and of unjudged-in-top-K</h2>",
+           "<p class='sub'>Counts of requests per bucket (bucketed in Spark; no per-request row leaves the cluster). "
+           "NDCG buckets are <code>[i/%d, (i+1)/%d)</code>, 1.0 in the last; the grey bar counts requests "
+           "without an NDCG (empty ideal under <code>exclude</code>).</p>" % (bins, bins)]
+    for metric, heading in (("ndcg", "per-request NDCG@K"), ("unjudged_in_top_k", "unjudged candidates in the top K")):
+        out.append(f"<h3>{escape(heading)}</h3><div class='grid'>")
+        for system, pool, k in groups:
+            rows = [h for h in hist if h.get("metric") == metric
+                    and (h.get("system"), h.get("pool_version"), h.get("k")) == (system, pool, k)]
+            out.append(f"<div class='card'>{_histogram_chart(metric, rows, f'{system} @{k}', bins)}</div>")
+        out.append("</div>")
+    return out
+
+
+def _histogram_chart(metric: str, rows: Sequence[Row], title: str, bins: int) -> str:
+    """One histogram: NDCG in ``bins`` buckets (plus the grey "none"), or unjudged counts 0, 1, 2 …"""
+    counts = {h.get("bucket"): int(h.get("count") or 0) for h in rows}
+    if metric == "ndcg":
+        bars = [(f"{i / bins:.1f}", counts.get(i, 0)) for i in range(bins)]
+        extra = ("none", counts[None]) if counts.get(None) else None
+        return bar_chart(bars, title=title, extra=extra)
+    if not rows or set(counts) == {None}:
+        return bar_chart([], title=f"{title}: not counted (unjudged: zero)")
+    top = max([b for b in counts if b is not None] + [0])
+    return bar_chart([(str(i), counts.get(i, 0)) for i in range(top + 1)], title=title)
