@@ -10,7 +10,7 @@ Logged search results usually carry the displayed rank as their position: 1, 2, 
 
 All of these are plain hash aggregates, which Spark sums partially where the rows lie before the
 shuffle -- no per-request array of candidates is built, sorted or held in memory (measured on 20M
-candidate rows: see BENCHMARKS.md). The DCG and IDCG are then summed by the caller with the same
+candidate rows: see docs/benchmarks.md). The DCG and IDCG are then summed with the same
 :func:`ndcg_spark.metrics.dcg.dcg` as for a collected list, over the same values in the same order,
 so both plans give the same bits.
 
@@ -32,6 +32,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.frames import join_null_safe
+from ndcg_spark.metrics.dcg import dcg
+from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
 MAX_GAIN_LEVELS = 16
@@ -104,13 +107,12 @@ def survey(rows: DataFrame, contract: Contract, keys: tuple[str, ...]) -> tuple[
     return levels, ("all" if len(not_dense) > MAX_LISTED_NOT_DENSE else not_dense)
 
 
-def score_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float]) -> DataFrame:
+def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float]) -> DataFrame:
     """The dense requests of ``rows`` (the others are left out), one row each: ``keys``, the
     counts, ``shown`` (the gains of the top max K in displayed order, null where unjudged),
     ``ideal`` (the top max K gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged
-    candidates in the top k) for every K -- what :func:`ndcg_spark.scoring.score.score_requests` turns
-    into the metrics with the same expressions as for a collected list. ``keys``: as in
-    :func:`survey`."""
+    candidates in the top k) for every K -- what :func:`score_dense_requests` turns into the
+    metrics with the same expressions as for a collected list. ``keys``: as in :func:`survey`."""
     m, pos = contract.max_k, F.col("position")
     unjudged = ~F.col("judged")
     grouped = rows.groupBy(*keys).agg(
@@ -134,3 +136,29 @@ def score_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], leve
         *keys, "n_candidates", "n_judged", "n_positive", shown.alias("shown"), ideal.alias("ideal"),
         *[F.when(dense0, F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).alias(f"unjudged_{k}") for k in contract.k],
     )
+
+
+def score_dense_requests(
+    rows: DataFrame, contract: Contract, literal: dict[str, Column]
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """The requests the dense plan scores (in the shape of
+    :func:`ndcg_spark.scoring.collecting.score_collected_lists`) and the rows of the others, left
+    to collect; ``(None, rows)`` when the gains or too many requests rule the plan out,
+    ``(scored, None)`` when every request is dense. The key columns in ``literal``
+    (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
+    grouped on, and put back after."""
+    varying = tuple(k for k in REQUEST_KEYS if k not in literal)
+    levels, not_dense = survey(rows, contract, varying)
+    if levels is None or not_dense == "all":
+        return None, rows
+    summed = aggregate_dense(rows, contract, varying, levels)
+    shown, ideal = F.col("shown"), F.col("ideal")
+    scored = summed.select(
+        *[literal[c].alias(c) if c in literal else F.col(c) for c in REQUEST_KEYS],
+        "n_candidates",
+        "n_judged",
+        "n_positive",
+        metrics_column(contract, [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]),
+    )
+    rest = join_null_safe(rows, keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
+    return keys_as_strings(scored), rest

@@ -1,0 +1,86 @@
+"""Per-request attributes (traffic weight, slice columns) and attaching them to the scored requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.contract import Contract, validate_identifier
+from ndcg_spark.errors import InputError
+from ndcg_spark.scoring.columns import PER_REQUEST_COLUMNS, STAMP_COLUMNS, require_column
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """Per-request attributes carried onto the per-request table.
+
+    Parameters
+    ----------
+    table : a DataFrame keyed by the request id column (joined on request id), or ``None`` to take
+        the columns from the candidates (their minimum per request, so the choice is deterministic).
+    weight : name of the traffic-weight column, or ``None`` for weight 1.0 everywhere.
+    default_weight : weight of a request with no weight value; ``None`` makes a missing weight an error.
+    slices : slice column names to carry (e.g. ``equipment_rarity``).
+    """
+
+    table: DataFrame | None = None
+    weight: str | None = None
+    default_weight: float | None = 1.0
+    slices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slices", tuple(self.slices))
+        if self.weight is not None:
+            validate_identifier(self.weight, "attributes.weight")
+        for i, s in enumerate(self.slices):
+            validate_identifier(s, f"attributes.slices[{i}]")
+            if s in PER_REQUEST_COLUMNS or s in STAMP_COLUMNS:
+                raise InputError(f"attributes.slices[{i}]: {s!r} collides with a per-request table column")
+
+
+def attach_attributes(
+    per_request: DataFrame, candidates: DataFrame, attributes: Attributes, contract: Contract
+) -> DataFrame:
+    """``per_request`` (keyed by ``request_id``) with the attribute columns joined on and a
+    ``weight`` column; a request without a weight is an error when no default weight is set."""
+    wanted = [c for c in (attributes.weight, *attributes.slices) if c is not None]
+    if wanted:
+        values = _attribute_values(candidates, attributes, contract, wanted)
+        per_request = per_request.join(values, "request_id", "left")
+    per_request = per_request.withColumn("weight", _weight(attributes))
+    if attributes.weight is not None and attributes.default_weight is None:
+        missing = per_request.filter(F.col("weight").isNull()).select("request_id").limit(1).collect()
+        if missing:
+            raise InputError(
+                f"attributes.weight: request {missing[0]['request_id']!r} has no weight and "
+                "attributes.default_weight is not set (rule: weight_missing)"
+            )
+    return per_request
+
+
+def _attribute_values(
+    candidates: DataFrame, attributes: Attributes, contract: Contract, wanted: list[str]
+) -> DataFrame:
+    """One row per request id (as a string) with the ``wanted`` columns, from the attributes
+    table or else the candidates; min() per request keeps the choice deterministic should a
+    column vary within a request."""
+    if attributes.table is not None:
+        source, source_name = attributes.table, "attributes"
+    else:
+        source, source_name = candidates, "candidates"
+    source_id = contract.columns.request_id
+    require_column(source, source_id, "request_id", source_name)
+    for c in wanted:
+        require_column(source, c, c, source_name, numeric=(c == attributes.weight))
+    return source.groupBy(F.col(source_id).cast("string").alias("request_id")).agg(*[F.min(c).alias(c) for c in wanted])
+
+
+def _weight(attributes: Attributes) -> Column:
+    """The request's weight: 1.0 without a weight column, else its value or the default weight."""
+    if attributes.weight is None:
+        return F.lit(1.0)
+    if attributes.default_weight is None:
+        return F.col(attributes.weight).cast("double")
+    return F.coalesce(F.col(attributes.weight).cast("double"), F.lit(float(attributes.default_weight)))

@@ -1,0 +1,139 @@
+"""The collecting plan: each request's candidates collected into one sorted list, scored at every K.
+
+One shuffle groups a request's candidates into an array of structs, ``sort_array`` orders it
+once (O(M log M) per request of M candidates), and the DCG at every K is summed over it in the
+same pass (:func:`ndcg_spark.metrics.dcg.dcg`). Candidates of different requests are never
+ranked together. Large requests are cut first (:mod:`ndcg_spark.scoring.large`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.frames import join_null_safe
+from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg
+from ndcg_spark.metrics.gain import gain
+from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
+from ndcg_spark.scoring.inputs import prepare_judgments
+from ndcg_spark.scoring.large import cut_to_top_k
+
+
+def score_by_collecting(
+    rows: DataFrame, judgments: DataFrame | None, contract: Contract, large: list | str | None
+) -> DataFrame:
+    """:func:`score_collected_lists` over ``rows``, cutting the ``large`` requests first (a list
+    of keys, ``"all"`` or None: see :func:`ndcg_spark.scoring.large.find_large_requests`)."""
+    if large is None:
+        return score_collected_lists(rows, judgments, contract)
+    if large == "all":
+        return score_collected_lists(rows, judgments, contract, cut=True)
+    keys = keys_frame(rows, large)
+    small = score_collected_lists(join_null_safe(rows, keys, REQUEST_KEYS, "left_anti"), judgments, contract)
+    large_cut = score_collected_lists(
+        join_null_safe(rows, keys, REQUEST_KEYS, "left_semi"), judgments, contract, cut=True
+    )
+    return small.unionByName(large_cut)
+
+
+def score_collected_lists(
+    rows: DataFrame, judgments: DataFrame | None, contract: Contract, *, cut: bool = False
+) -> DataFrame:
+    """One row per request (the request keys, counts) with ``metrics``: an array of one struct
+    per K (``k, dcg, idcg, n_unjudged_in_top_k``), exploded by the caller after the attributes join.
+
+    ``rows``: the candidates with ``gain`` and ``judged``. ``cut``: collect only the rows that can
+    reach the top max(K) (:func:`ndcg_spark.scoring.large.cut_to_top_k`), the counts from every row.
+    """
+    keys = [F.col(c) for c in REQUEST_KEYS]
+    tie_aware = contract.order == "score" and contract.ties == "average"
+    # Ties are formed among the candidates that are ranked (judged ones only under `exclude`).
+    ranked = F.col("judged") if contract.unjudged == "exclude" else F.lit(True)
+    if tie_aware:
+        rows = _with_tie_groups(rows, ranked)
+    counts = [
+        F.count(F.lit(1)).alias("n_candidates"),
+        F.count("grade").alias("n_judged"),
+        F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
+    ]
+    collected = cut_to_top_k(rows, contract, ranked, tie_aware) if cut else rows
+    grouped = collected.groupBy(*keys).agg(
+        # sort_array orders structs field by field with no comparator lambda (array_sort's
+        # default comparator is a lambda, evaluated interpreted for every comparison)
+        F.sort_array(F.collect_list(F.struct(*_item_fields(contract, tie_aware)))).alias("items"),
+        *_ideal_of_candidates(contract),
+        *([] if cut else counts),
+    )
+    if cut:  # the counts of every candidate, not of the rows kept
+        grouped = join_null_safe(grouped, rows.groupBy(*keys).agg(*counts), REQUEST_KEYS)
+    if contract.ideal_from == "judgments":
+        assert judgments is not None  # checked in prepare_candidates
+        grouped = _with_ideal_of_judgments(grouped, judgments, contract)
+    if contract.unjudged == "exclude":
+        # the condensed list, computed once (a column of its own) for every K
+        grouped = grouped.withColumn("ranked_items", F.filter(F.col("items"), lambda x: x["judged"]))
+        ranked_items = F.col("ranked_items")
+    else:
+        ranked_items = F.col("items")
+    metrics = metrics_column(contract, _per_k(contract, tie_aware, ranked_items))
+    return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", metrics))
+
+
+def _with_tie_groups(rows: DataFrame, ranked: Column) -> DataFrame:
+    """``tie_start`` (ranked candidates of a higher score) and ``tie_size`` (ranked candidates of
+    the same score) of every row, within its request."""
+    keys = [F.col(c) for c in REQUEST_KEYS]
+    rows = rows.withColumn("ranked", ranked)
+    by_request = Window.partitionBy(*keys, "ranked")
+    return rows.withColumn("tie_start", F.rank().over(by_request.orderBy(F.col("score").desc())) - 1).withColumn(
+        "tie_size", F.count(F.lit(1)).over(Window.partitionBy(*keys, "ranked", "score"))
+    )
+
+
+def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
+    """The fields of a list item, its sort key first: ``(position, doc_id)``, or ``(-score, doc_id)``."""
+    if contract.order == "position":
+        sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
+    else:
+        sort_key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
+    ties = [F.col("tie_start"), F.col("tie_size")] if tie_aware else []
+    return [*sort_key, F.col("gain"), F.col("judged"), *ties]
+
+
+def _ideal_of_candidates(contract: Contract) -> list[Column]:
+    """The ``ideal`` aggregate when the ideal comes from the candidates: the gains of the ranked
+    candidates (unjudged as 0; none of them under ``exclude``), largest first. Collected beside
+    the items as plain doubles: sorting an array of doubles is far cheaper than deriving it from
+    the sorted structs."""
+    if contract.ideal_from != "candidates":
+        return []
+    ideal_gain = F.coalesce(F.col("gain"), F.lit(0.0))
+    if contract.unjudged == "exclude":
+        ideal_gain = F.when(F.col("judged"), ideal_gain)  # collect_list skips the nulls
+    return [F.sort_array(F.collect_list(ideal_gain), asc=False).alias("ideal")]
+
+
+def _with_ideal_of_judgments(grouped: DataFrame, judgments: DataFrame, contract: Contract) -> DataFrame:
+    """``grouped`` with ``ideal``: the gains of every judged document of the request, retrieved
+    or not, largest first (empty when the request has none)."""
+    ideal = (
+        prepare_judgments(judgments, contract)
+        .filter(F.col("grade").isNotNull())
+        .groupBy("request_id")
+        .agg(F.sort_array(F.collect_list(gain(F.col("grade"), contract.gain)), asc=False).alias("ideal"))
+    )
+    return grouped.join(ideal, "request_id", "left").withColumn(
+        "ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>"))
+    )
+
+
+def _per_k(contract: Contract, tie_aware: bool, ranked_items: Column) -> list[tuple[int, Column, Column, Column]]:
+    """``(k, dcg, idcg, unjudged in the top k)`` for every K; the unjudged are counted on the
+    full displayed list, the DCG over the ranked (condensed under ``exclude``) one."""
+    items, ideal = F.col("items"), F.col("ideal")
+    per_k = []
+    for k in contract.k:
+        shown = expected_dcg(ranked_items, k) if tie_aware else dcg(ranked_items, k, lambda x: x["gain"])
+        per_k.append((k, shown, dcg(ideal, k), count_unjudged(items, k)))
+    return per_k

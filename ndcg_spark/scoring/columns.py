@@ -1,0 +1,75 @@
+"""The per-request table's columns, the request keys, and the ``metrics`` column both plans build."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.errors import InputError
+
+#: The columns of the per-request table, in order (slice columns follow ``weight``).
+PER_REQUEST_COLUMNS = (
+    "run_id",
+    "system",
+    "pool_version",
+    "request_id",
+    "k",
+    "dcg",
+    "idcg",
+    "ndcg",
+    "empty_ideal",
+    "n_candidates",
+    "n_judged",
+    "n_positive",
+    "n_unjudged_in_top_k",
+    "weight",
+)
+STAMP_COLUMNS = ("contract_fingerprint",)
+#: What makes a request: nothing is ever ranked across two of them.
+REQUEST_KEYS = ("system", "pool_version", "request_id")
+
+INTEGRAL_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_NUMERIC_TYPES = (*INTEGRAL_TYPES, T.FloatType, T.DoubleType, T.DecimalType)
+
+
+def require_column(df: DataFrame, name: str, role: str, table: str, numeric: bool = False) -> None:
+    """Raise :class:`InputError` naming the rule when ``df`` lacks column ``name`` (the contract's
+    ``role``) or, with ``numeric``, when its type is not a number."""
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if name not in fields:
+        raise InputError(
+            f"{table}: missing column {name!r} (the {role}; map it with contract.columns.{role}); "
+            f"columns present: {', '.join(sorted(fields)) or 'none'} (rule column_missing)"
+        )
+    if numeric and not isinstance(fields[name], _NUMERIC_TYPES):
+        raise InputError(
+            f"{table}: column {name!r} (the {role}) must be numeric, found {fields[name].simpleString()} "
+            "(rule column_type; the job's validation parses numeric strings first)"
+        )
+
+
+def metrics_column(contract: Contract, per_k: list[tuple[int, Column, Column, Column]]) -> Column:
+    """The ``metrics`` column: one struct per ``(k, dcg, idcg, unjudged in the top k)``; the
+    unjudged count is null under ``unjudged: zero``, which does not count them."""
+    return F.array(*[
+        F.struct(
+            F.lit(k).alias("k"),
+            shown.alias("dcg"),
+            ideal.alias("idcg"),
+            (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int").alias("n_unjudged_in_top_k"),
+        )
+        for k, shown, ideal, unjudged in per_k
+    ]).alias("metrics")
+
+
+def keys_as_strings(scored: DataFrame) -> DataFrame:
+    """The request keys as strings (a request id may have been grouped on as an integer)."""
+    rest = [c for c in scored.columns if c not in REQUEST_KEYS]
+    return scored.select(*[F.col(c).cast("string").alias(c) for c in REQUEST_KEYS], *rest)
+
+
+def keys_frame(rows: DataFrame, keys: list, names: tuple[str, ...] = REQUEST_KEYS) -> DataFrame:
+    """A broadcast table of request keys (tuples of the ``names`` columns) typed like ``rows``'."""
+    return F.broadcast(rows.sparkSession.createDataFrame(keys, rows.select(*names).schema))
