@@ -110,7 +110,7 @@ def collect_report_data(
     spark : SparkSession
     sources : ReportSources
         The run's tables. The aggregate table is required and must hold the run; the audit is
-        recomputed from the aggregate rows with :func:`ndcg_spark.aggregation.means.audit` (same
+        recomputed from the aggregate rows with :func:`ndcg_spark.aggregation.worst_slice.audit` (same
         definition, a few rows) when ``sources.audit`` is None; run metadata, comparisons and
         run status are left out when their table is not given or not written.
     run_id : str
@@ -177,7 +177,7 @@ def _audit_rows(spark: SparkSession, target: Source | None, aggregates: DataFram
     """The audit table's rows of the run, or the audit recomputed from its aggregate rows."""
     if target is not None:
         return _rows(read_run(spark, target, run_id))
-    from ndcg_spark.aggregation.means import audit
+    from ndcg_spark.aggregation.worst_slice import audit
 
     return _rows(audit(aggregates))
 
