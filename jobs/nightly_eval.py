@@ -2,8 +2,9 @@
 
     spark-submit --py-files dist/ndcg_spark.zip jobs/nightly_eval.py run --config conf/nightly.yaml
 
-Wiring only: it hands its arguments to the library's CLI and leaves the Spark master to
-spark-submit (the YAML's ``spark.master`` applies to the console script only).
+Wiring only: it hands its arguments to the library's CLI, which calls the run's one sequence
+(:func:`ndcg_spark.job.run.run_job`) exactly as the console script does, and leaves the Spark
+master to spark-submit (the YAML's ``spark.master`` applies to the console script only).
 """
 
 from __future__ import annotations

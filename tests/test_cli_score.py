@@ -12,6 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
+from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.job.run import run_job
 from ndcg_spark.sample.generate import write_sample
 
 N_REQUESTS = 300
@@ -79,6 +81,23 @@ def test_rerun_replaces_only_its_own_run(spark, job):
     a = after.filter(F.col("run_id") == "night-1").select(cols)
     b = after.filter(F.col("run_id") == "night-2").select(cols)
     assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0  # same input, same rows
+
+
+def test_run_job_scores_inside_the_publishing_bracket_and_returns_what_it_wrote(spark, job):
+    root, config_path = job
+    config = JobConfig.from_yaml(config_path)
+    outcome = run_job(spark, config, "score", "night-3")
+    assert outcome.published == config.run_status() == Source(path=str((root / "out" / "run_status").resolve()))
+    status = spark.read.parquet(outcome.published.path).filter(F.col("run_id") == "night-3").collect()
+    assert [r.status for r in status] == ["complete"]
+    assert outcome.scored.target == config.per_request and outcome.scored.rows_written == N_REQUESTS * 2 * len(KS)
+    assert outcome.scored.accounting.rows_quarantined == 0
+    means = outcome.per_request_means
+    assert [(r["system"], r["k"]) for r in means] == [(s, k) for s in ("bm25", "hybrid") for k in KS]
+    assert {r["requests"] for r in means} == {N_REQUESTS}
+    assert outcome.aggregated is None and outcome.compared is None and outcome.report is None  # score: no report
+    with pytest.raises(ValueError, match="command: must be one of score, run, aggregate, compare, report"):
+        run_job(spark, config, "publish", "night-3")
 
 
 def test_bad_config_is_one_paragraph_without_trace(tmp_path, capsys):

@@ -17,7 +17,12 @@ from typing import Any
 
 import yaml
 
-from ndcg_spark.config.contract import Contract, validate_identifier
+from ndcg_spark.config.aggregate_spec import AggregateSpec
+from ndcg_spark.config.compare_spec import CompareSpec
+from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.report_spec import ReportSpec
+from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1
@@ -39,14 +44,25 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-def _mapping(value: Any, path: str, allowed: set[str]) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ContractError(path, f"must be a mapping, got {type(value).__name__}")
-    for key in value:
-        if key not in allowed:
-            raise ContractError(f"{path}.{key}", f"is not a known field; known: {', '.join(sorted(allowed))}")
+_SECTIONS = ("aggregate", "compare", "validation", "report")
+"""Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
+_OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "report_dir"}
+
+
+def _top_level(data: Any) -> Mapping[str, Any]:
+    """The document as a mapping of known sections, of the supported ``version``."""
+    known = {"version", "contract", "inputs", "attributes", "system", "pool_version", "outputs", "run_id", "spark"}
+    top = require_mapping(data, "config", known | set(_SECTIONS))
+    version = top.get("version")
+    if version != CONFIG_VERSION:
+        raise ContractError("version", f"must be {CONFIG_VERSION} (the config file format), got {version!r}")
+    return top
+
+
+def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
+    value = top.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ContractError(name, f"must be a string, got {value!r}")
     return value
 
 
@@ -64,19 +80,15 @@ class Source:
             return None
         if isinstance(value, str):
             value = {"path": value}
-        data = _mapping(value, path, {"path", "table", "format"})
+        data = require_mapping(value, path, {"path", "table", "format"})
         src_path, table = data.get("path"), data.get("table")
         if (src_path is None) == (table is None):
             raise ContractError(path, "needs exactly one of path or table")
         if table is not None and (not isinstance(table, str) or not _TABLE_NAME.match(table)):
             raise ContractError(f"{path}.table", f"must be [catalog.][database.]table of identifiers, got {table!r}")
-        fmt = data.get("format", "parquet")
-        if fmt not in FORMATS:
-            raise ContractError(f"{path}.format", f"must be one of {', '.join(FORMATS)}; got {fmt!r}")
+        fmt = require_choice(data.get("format", "parquet"), FORMATS, f"{path}.format")
         if src_path is not None:
-            if not isinstance(src_path, str) or not src_path:
-                raise ContractError(f"{path}.path", f"must be a non-empty string, got {src_path!r}")
-            src_path = _resolve(src_path, base)
+            src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)
 
     def describe(self) -> str:
@@ -91,18 +103,57 @@ def _resolve(p: str, base: Path | None) -> str:
 
 @dataclass(frozen=True)
 class AttributesConfig:
+    """The ``attributes:`` section: where request attributes come from, the weight and the slices."""
+
     source: Source | None = None
     weight: str | None = None
     default_weight: float | None = 1.0
     slices: tuple[str, ...] = ()
 
+    @classmethod
+    def parse(cls, value: Any, base: Path | None) -> AttributesConfig:
+        attrs = require_mapping(value, "attributes", {"path", "table", "format", "weight", "default_weight", "slices"})
+        source = Source.parse({k: attrs[k] for k in ("path", "table", "format") if k in attrs} or None, "attributes", base)
+        slices = attrs.get("slices", []) or []
+        if not isinstance(slices, list):
+            raise ContractError("attributes.slices", f"must be a list of column names, got {slices!r}")
+        weight = attrs.get("weight")
+        default_weight = attrs.get("default_weight", 1.0)
+        if default_weight is not None and (
+            isinstance(default_weight, bool) or not isinstance(default_weight, (int, float)) or default_weight < 0
+        ):
+            raise ContractError("attributes.default_weight", f"must be a non-negative number or null, got {default_weight!r}")
+        return cls(
+            source=source,
+            weight=None if weight is None else validate_identifier(weight, "attributes.weight"),
+            default_weight=None if default_weight is None else float(default_weight),
+            slices=tuple(validate_identifier(s, f"attributes.slices[{i}]") for i, s in enumerate(slices)),
+        )
+
 
 @dataclass(frozen=True)
 class SparkConfig:
+    """The ``spark:`` section: the local master, warehouse folder and extra settings (console script)."""
+
     master: str = "local[*]"
     warehouse_dir: str | None = None
     shuffle_partitions: int | None = None
     conf: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, value: Any, base: Path | None) -> SparkConfig:
+        spark = require_mapping(value, "spark", {"master", "warehouse_dir", "shuffle_partitions", "conf"})
+        conf = require_mapping(spark.get("conf"), "spark.conf", set(spark.get("conf") or {}))
+        shuffle = spark.get("shuffle_partitions")
+        if shuffle is not None:
+            require_int(shuffle, "spark.shuffle_partitions", minimum=1)
+        warehouse = spark.get("warehouse_dir")
+        return cls(
+            master=str(spark.get("master", "local[*]")),
+            warehouse_dir=None if warehouse is None else _resolve(str(warehouse), base),
+            shuffle_partitions=shuffle,
+            conf=tuple(sorted((str(k), str(v)) for k, v in conf.items())),
+        )
 
 
 @dataclass(frozen=True)
@@ -135,69 +186,91 @@ class JobConfig:
 
     @classmethod
     def from_dict(cls, data: Any, base: Path | None = None, source_file: str | None = None) -> JobConfig:
-        top = _mapping(
-            data,
-            "config",
-            {"version", "contract", "inputs", "attributes", "system", "pool_version", "outputs", "run_id", "spark",
-             "aggregate", "compare", "validation", "report"},
-        )
-        version = top.get("version")
-        if version != CONFIG_VERSION:
-            raise ContractError("version", f"must be {CONFIG_VERSION} (the config file format), got {version!r}")
+        """The job of a parsed YAML document; ``base`` is the folder relative paths start from."""
+        top = _top_level(data)
         contract = Contract.from_dict(top.get("contract"))
-        inputs = _mapping(top.get("inputs"), "inputs", {"candidates", "judgments"})
+        inputs = require_mapping(top.get("inputs"), "inputs", {"candidates", "judgments"})
         if "candidates" not in inputs:
             raise ContractError("inputs.candidates", "is required (a path or a table)")
-        attrs = _mapping(top.get("attributes"), "attributes", {"path", "table", "format", "weight", "default_weight", "slices"})
-        source = Source.parse({k: attrs[k] for k in ("path", "table", "format") if k in attrs} or None, "attributes", base)
-        slices = attrs.get("slices", []) or []
-        if not isinstance(slices, list):
-            raise ContractError("attributes.slices", f"must be a list of column names, got {slices!r}")
-        weight = attrs.get("weight")
-        default_weight = attrs.get("default_weight", 1.0)
-        if default_weight is not None and (
-            isinstance(default_weight, bool) or not isinstance(default_weight, (int, float)) or default_weight < 0
-        ):
-            raise ContractError("attributes.default_weight", f"must be a non-negative number or null, got {default_weight!r}")
-        attributes = AttributesConfig(
-            source=source,
-            weight=None if weight is None else validate_identifier(weight, "attributes.weight"),
-            default_weight=None if default_weight is None else float(default_weight),
-            slices=tuple(validate_identifier(s, f"attributes.slices[{i}]") for i, s in enumerate(slices)),
-        )
-        outputs = _mapping(top.get("outputs"), "outputs", {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "report_dir"})
-        spark = _mapping(top.get("spark"), "spark", {"master", "warehouse_dir", "shuffle_partitions", "conf"})
-        conf = _mapping(spark.get("conf"), "spark.conf", set(spark.get("conf") or {}))
-        shuffle = spark.get("shuffle_partitions")
-        if shuffle is not None and (isinstance(shuffle, bool) or not isinstance(shuffle, int) or shuffle < 1):
-            raise ContractError("spark.shuffle_partitions", f"must be an integer >= 1, got {shuffle!r}")
-        run_id = top.get("run_id")
-        for name in ("system", "pool_version"):
-            value = top.get(name)
-            if value is not None and not isinstance(value, str):
-                raise ContractError(name, f"must be a string, got {value!r}")
-        warehouse = spark.get("warehouse_dir")
+        attributes = AttributesConfig.parse(top.get("attributes"), base)
+        outputs = require_mapping(top.get("outputs"), "outputs", _OUTPUTS)
+        spark = SparkConfig.parse(top.get("spark"), base)
+        system, pool_version = (_optional_text(top, name) for name in ("system", "pool_version"))
         return cls(
             contract=contract,
             candidates=Source.parse(inputs["candidates"], "inputs.candidates", base),
             judgments=Source.parse(inputs.get("judgments"), "inputs.judgments", base),
             attributes=attributes,
-            system=top.get("system"),
-            pool_version=top.get("pool_version"),
+            system=system,
+            pool_version=pool_version,
             per_request=Source.parse(outputs.get("per_request"), "outputs.per_request", base),
-            run_id=None if run_id is None else validate_run_id(str(run_id)),
-            spark=SparkConfig(
-                master=str(spark.get("master", "local[*]")),
-                warehouse_dir=None if warehouse is None else _resolve(str(warehouse), base),
-                shuffle_partitions=shuffle,
-                conf=tuple(sorted((str(k), str(v)) for k, v in conf.items())),
-            ),
+            run_id=None if top.get("run_id") is None else validate_run_id(str(top["run_id"])),
+            spark=spark,
             source_file=source_file,
-            extra=tuple(
-                (k, top[k]) for k in ("aggregate", "compare", "validation", "report") if k in top
-            ) + (("outputs", dict(outputs)), ("base", str(base) if base else None)),
+            extra=tuple((k, top[k]) for k in _SECTIONS if k in top)
+            + (("outputs", dict(outputs)), ("base", str(base) if base else None)),
         )
 
     def section(self, name: str) -> Any:
         """A raw section that a later stage parses itself (``aggregate``, ``compare`` …)."""
         return dict(self.extra).get(name)
+
+    def output(self, name: str) -> Source | None:
+        """The output table ``outputs.<name>`` (a path resolved like every path, or a table), or None."""
+        base = self.section("base")
+        return Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
+
+    def writes_stage2(self) -> bool:
+        """Whether ``run`` runs stage 2 too: the job has an aggregate table (``outputs.aggregate``)."""
+        return bool((self.section("outputs") or {}).get("aggregate"))
+
+    def run_status(self) -> Source:
+        """Where the run-status table lives (:mod:`ndcg_spark.job.publish`): ``outputs.run_status``, else
+        beside the per-request table (``<folder>/run_status`` for a path, ``<database>.run_status``
+        for a table).
+
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
+        ...                      "outputs": {"per_request": {"table": "eval.per_request"}}}).run_status()
+        Source(path=None, table='eval.run_status', format='parquet')
+        """
+        explicit = self.output("run_status")
+        if explicit is not None:
+            return explicit
+        if self.per_request is None:
+            raise ContractError("outputs.run_status", "cannot default without outputs.per_request; set it explicitly")
+        if self.per_request.table is not None:
+            parts = self.per_request.table.split(".")
+            return Source(table=".".join([*parts[:-1], "run_status"]))
+        parent = self.per_request.path.rstrip("/").rsplit("/", 1)[0]
+        return Source(path=f"{parent}/run_status")
+
+    def validation(self) -> tuple[ValidationSpec, Source | None]:
+        """The ``validation:`` section as a :class:`~ndcg_spark.config.validation_spec.ValidationSpec`,
+        and the quarantine target (``outputs.quarantine``), checked.
+
+        A rule handled by quarantine needs ``outputs.quarantine``; this fails before any data is read.
+        """
+        spec = ValidationSpec.from_dict(self.section("validation"))
+        outputs = self.section("outputs") or {}
+        base = self.section("base")
+        target = Source.parse(outputs.get("quarantine"), "outputs.quarantine", Path(base) if base else None)
+        if spec.quarantines and target is None:
+            raise ContractError(
+                "outputs.quarantine",
+                "is required (a path or a table) when a validation rule is handled by quarantine "
+                f"({', '.join(spec.quarantined_rules())})",
+            )
+        return spec, target
+
+    def aggregate_spec(self) -> AggregateSpec:
+        """The ``aggregate:`` section as an :class:`~ndcg_spark.config.aggregate_spec.AggregateSpec`
+        (its default slices, and the slices it may name: ``attributes.slices``)."""
+        return AggregateSpec.from_dict(self.section("aggregate"), carried_slices=self.attributes.slices)
+
+    def compare_spec(self) -> CompareSpec:
+        """The ``compare:`` section as a :class:`~ndcg_spark.config.compare_spec.CompareSpec`."""
+        return CompareSpec.from_dict(self.section("compare"))
+
+    def report_spec(self) -> ReportSpec:
+        """The ``report:`` section as a :class:`~ndcg_spark.config.report_spec.ReportSpec`."""
+        return ReportSpec.from_dict(self.section("report"))

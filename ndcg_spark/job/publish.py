@@ -14,8 +14,9 @@ Readers go through :func:`read_published` (or the SQL in the README), which keep
 whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
 every other run untouched; re-running the run id replaces it and publishes it.
 
-The status table is ``outputs.run_status`` in the YAML; when it is not set it sits next to the
-per-request table (``<folder>/run_status`` for a path, ``<database>.run_status`` for a table).
+Every function takes the status table as a :class:`~ndcg_spark.job.config.Source`; a job's is
+:meth:`JobConfig.run_status() <ndcg_spark.job.config.JobConfig.run_status>` (``outputs.run_status``
+in the YAML, else beside the per-request table).
 """
 
 from __future__ import annotations
@@ -23,35 +24,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterator
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.job.config import Source
 
 RUNNING = "running"
 COMPLETE = "complete"
 RUN_STATUS_SCHEMA = "run_id string, status string, updated_at timestamp, code_version string"
-
-
-def run_status_target(config: JobConfig) -> Source:
-    """Where the run-status table of ``config`` lives (``outputs.run_status`` or beside the per-request table)."""
-    from ndcg_spark.errors import ContractError
-
-    outputs = config.section("outputs") or {}
-    base = config.section("base")
-    explicit = Source.parse(outputs.get("run_status"), "outputs.run_status", Path(base) if base else None)
-    if explicit is not None:
-        return explicit
-    per_request = config.per_request
-    if per_request is None:
-        raise ContractError("outputs.run_status", "cannot default without outputs.per_request; set it explicitly")
-    if per_request.table is not None:
-        parts = per_request.table.split(".")
-        return Source(table=".".join([*parts[:-1], "run_status"]))
-    parent = per_request.path.rstrip("/").rsplit("/", 1)[0]
-    return Source(path=f"{parent}/run_status")
 
 
 def mark_run(spark: SparkSession, target: Source, run_id: str, status: str) -> None:
@@ -66,17 +47,18 @@ def mark_run(spark: SparkSession, target: Source, run_id: str, status: str) -> N
 
 
 @contextlib.contextmanager
-def publishing(spark: SparkSession, config: JobConfig, run_id: str) -> Iterator[Source]:
+def publishing(spark: SparkSession, status: Source, run_id: str) -> Iterator[Source]:
     """Bracket a run's writes: ``running`` before, ``complete`` after — only if the block succeeded::
 
-        with publishing(spark, config, run_id):
+        with publishing(spark, config.run_status(), run_id):
             score_stage(spark, config, run_id)
             ...  # every later stage of the run
+
+    ``status`` is the run-status table; the block gets it back (to say where the run was published).
     """
-    target = run_status_target(config)
-    mark_run(spark, target, run_id, RUNNING)
-    yield target
-    mark_run(spark, target, run_id, COMPLETE)
+    mark_run(spark, status, run_id, RUNNING)
+    yield status
+    mark_run(spark, status, run_id, COMPLETE)
 
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:

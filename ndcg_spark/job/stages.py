@@ -1,7 +1,8 @@
 """The job's stages as plain functions of a :class:`JobConfig`: read, call the library, write.
 
 Nothing here computes a metric; it wires inputs and outputs around :mod:`ndcg_spark.scoring.score`
-(and the later stages), so the CLI and the spark-submit entry share one path.
+(and the later stages). Their order in a run -- pre-checks, the publishing bracket, the report --
+is :func:`ndcg_spark.job.run.run_job`, which the CLI and the spark-submit entry share.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.aggregation.means import AggregateSpec
+from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
-from ndcg_spark.scoring.score import LARGE_REQUEST, Attributes, score_requests
-from ndcg_spark.validation.validate import RowAccounting, ValidationSpec, job_validation, validate_inputs
+from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.scoring.large import LARGE_REQUEST
+from ndcg_spark.scoring.score import score_requests
+from ndcg_spark.config.validation_spec import ValidationSpec
+from ndcg_spark.validation.accounting import RowAccounting
+from ndcg_spark.validation.validate import validate_inputs
 
 
 @dataclass(frozen=True)
@@ -27,12 +32,23 @@ class StageResult:
     target: Source
     rows_written: int
     seconds: float
-    #: rows read = rows scored + rows quarantined, per input (stage 1; see ndcg_spark.validation.validate)
+    #: rows read = rows scored + rows quarantined, per input (stage 1; see ndcg_spark.validation.accounting)
     accounting: RowAccounting | None = None
     #: where quarantined rows went (``outputs.quarantine``), if configured
     quarantine: Source | None = None
     #: the resolved validation handling, for run metadata
     validation: ValidationSpec | None = None
+
+    def metadata_counts(self) -> dict[str, int]:
+        """The row accounting as flat counters for run metadata (``candidates.rows_read`` …)."""
+        if self.accounting is None:
+            return {}
+        counts = {}
+        for name, numbers in self.accounting.as_dict().items():
+            for key, value in numbers.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    counts[f"{name}.{key}"] = value
+        return counts
 
 
 def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageResult:
@@ -45,7 +61,7 @@ def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageRes
     """
     if config.per_request is None:
         raise ContractError("outputs.per_request", "is required (a path or a table) to write stage 1")
-    spec, quarantine_target = job_validation(config)
+    spec, quarantine_target = config.validation()
     with spark_errors_as_input_errors("stage 1"):
         return _score_stage(spark, config, run_id, spec, quarantine_target)
 
@@ -145,15 +161,8 @@ def stage2_plan(config: JobConfig) -> tuple[AggregateSpec, dict[str, Source | No
     """Validate what stage 2 needs from the YAML -- the ``aggregate:`` section and the outputs --
     without touching Spark, so a typo fails before a night is scored. Returns the spec and the
     targets ``aggregate``, ``audit`` (None when not set) and ``run_metadata``."""
-    from pathlib import Path
-
-    spec = AggregateSpec.from_config(config)
-    base = config.section("base")
-    outputs = config.section("outputs") or {}
-    targets = {
-        name: Source.parse(outputs.get(name), f"outputs.{name}", Path(base) if base else None)
-        for name in ("aggregate", "audit", "run_metadata")
-    }
+    spec = config.aggregate_spec()
+    targets = {name: config.output(name) for name in ("aggregate", "audit", "run_metadata")}
     for name in ("aggregate", "run_metadata"):
         if targets[name] is None:
             raise ContractError(f"outputs.{name}", "is required (a path or a table) to write stage 2")
@@ -201,7 +210,9 @@ def aggregate_stage(
     """
     import datetime as dt
 
-    from ndcg_spark.aggregation.means import aggregate, audit, run_metadata
+    from ndcg_spark.aggregation.means import aggregate
+    from ndcg_spark.aggregation.metadata import run_metadata
+    from ndcg_spark.aggregation.worst_slice import audit
 
     spec, targets = stage2_plan(config)
     started = time.perf_counter()
@@ -247,7 +258,8 @@ def resolved_contract(contract: Contract, fingerprint: str) -> Contract:
 def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[dict], list[dict]]:
     """The overall rows of the written aggregate table and the audit rows (recomputed from the
     aggregate table when no audit table is written), for the CLI's closing lines."""
-    from ndcg_spark.aggregation.means import OVERALL, audit
+    from ndcg_spark.aggregation.worst_slice import audit
+    from ndcg_spark.metrics.slices import OVERALL
 
     aggregates = read_run(spark, result.target, result.run_id)
     overall = aggregates.filter(F.col("slice_dimension") == OVERALL).orderBy("system", "pool_version", "k").collect()
@@ -275,24 +287,20 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
     per-request table, and :func:`~ndcg_spark.comparison.paired.compare` fails if the pool summary does not
     match it (e.g. the inputs changed since the run).
     """
-    from pathlib import Path
-
-    from ndcg_spark.comparison.paired import CompareSpec, compare, pool_summary
+    from ndcg_spark.comparison.paired import compare
+    from ndcg_spark.comparison.pools import pool_summary
     from ndcg_spark.errors import InputError
-    from ndcg_spark.job.publish import read_published, run_status_target
+    from ndcg_spark.job.publish import read_published
 
-    spec = CompareSpec.from_dict(config.section("compare"))
-    base = config.section("base")
-    target = Source.parse(
-        (config.section("outputs") or {}).get("comparison"), "outputs.comparison", Path(base) if base else None
-    )
+    spec = config.compare_spec()
+    target = config.output("comparison")
     if target is None:
         raise ContractError("outputs.comparison", "is required (a path or a table) to write the comparison")
     if config.per_request is None:
         raise ContractError("outputs.per_request", "is required: the comparison reads the run's per-request table")
     started = time.perf_counter()
     with spark_errors_as_input_errors("compare"):
-        per_request = read_published(spark, config.per_request, run_status_target(config), run_id)
+        per_request = read_published(spark, config.per_request, config.run_status(), run_id)
         if not per_request.limit(1).collect():
             raise InputError(
                 f"compare: run {run_id!r} has no published rows in the per-request table "

@@ -1,0 +1,182 @@
+"""The sequence of a run, in one function: what ``ndcg-spark <command>`` and the spark-submit entry do.
+
+:func:`run_job` is the order of a night, and nothing else:
+
+1. **pre-checks** that touch no output: stage 2's plan (the ``aggregate:`` section, the output
+   tables) before anything is scored or unpublished; under ``aggregate``, that the run was
+   scored (under this contract); under ``compare``, the ``report:`` section and folder before
+   the comparison is written;
+2. **the publishing bracket** (:func:`~ndcg_spark.job.publish.publishing`): the run-status row
+   says ``running`` first and ``complete`` last, around stage 1 (``score``, ``run``) and stage 2
+   (``aggregate``, and ``run`` when the job has ``outputs.aggregate``);
+3. **the comparison** (``compare``: published runs only, so outside the bracket);
+4. **the report** (``run`` and ``compare`` when the job has an aggregate table; ``report`` always).
+
+It returns a :class:`RunOutcome`: what was written, with the rows the closing lines summarize
+(plain Python rows; :mod:`ndcg_spark.report.text` turns them into text). For example::
+
+    config = JobConfig.from_yaml("conf/local.yaml")
+    outcome = run_job(spark, config, "run", "2026-11-29")
+    outcome.aggregated.row_counts        # {'per_request': 160000, 'aggregate': 88, 'audit': 24, ...}
+    outcome.report.path                  # <checkout>/reports/2026-11-29/report.html
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ndcg_spark.errors import InputError
+from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.job.io import read_run
+from ndcg_spark.job.publish import publishing
+from ndcg_spark.job.report_files import report_configured, report_dir, write_report
+from ndcg_spark.job.stages import (
+    AggregateResult,
+    CompareResult,
+    StageResult,
+    aggregate_stage,
+    compare_stage,
+    score_stage,
+    stage2_input,
+    stage2_plan,
+    stage2_summary,
+    summarize_per_request,
+)
+
+__all__ = ["COMMANDS", "ReportOutcome", "RunOutcome", "run_job"]
+
+COMMANDS = ("score", "run", "aggregate", "compare", "report")
+"""What a run can be asked to do (the console script's commands that read a job YAML)."""
+
+_REPORTING = ("run", "compare", "report")
+"""The commands that write the HTML report."""
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    """The run's HTML report: where it was written and how long it took, or why it was not."""
+
+    #: ``<report_dir>/<run_id>/report.html``, or None when not written
+    path: Path | None
+    seconds: float
+    #: why there is no report (``compare`` on a run that has no aggregate rows yet)
+    not_written: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one :func:`run_job` did: the stages' results and the rows of its closing summary."""
+
+    command: str
+    run_id: str
+    #: the run-status table that says this run is complete (the commands that write stages)
+    published: Source | None = None
+    #: stage 1 (``score``, ``run``)
+    scored: StageResult | None = None
+    #: the per-request table summarized per system x K (when stage 2 did not run)
+    per_request_means: tuple[dict[str, Any], ...] = ()
+    #: stage 2 (``aggregate``, ``run`` with ``outputs.aggregate``)
+    aggregated: AggregateResult | None = None
+    #: the overall rows of the aggregate table, and the worst slice per dimension (audit rows)
+    overall: tuple[dict[str, Any], ...] = ()
+    worst_slices: tuple[dict[str, Any], ...] = ()
+    #: the comparison (``compare``)
+    compared: CompareResult | None = None
+    #: the HTML report, or None when the command writes none
+    report: ReportOutcome | None = None
+
+
+def run_job(
+    spark: SparkSession,
+    config: JobConfig,
+    command: str,
+    run_id: str,
+    *,
+    before_report: Callable[[RunOutcome], None] | None = None,
+) -> RunOutcome:
+    """Run ``command`` (one of :data:`COMMANDS`) of the job ``config`` for ``run_id``.
+
+    Parameters
+    ----------
+    spark : the session (local, or the cluster's under spark-submit).
+    config : the job.
+    command : ``score`` (stage 1), ``aggregate`` (stage 2 of a scored run), ``run`` (stage 1,
+        then stage 2 when the job has ``outputs.aggregate``, then the report), ``compare`` (two
+        rankers of a published run, then the report) or ``report``.
+    run_id : the run to write (or read).
+    before_report : called with the outcome once the stages are done and before the report is
+        written, e.g. to print the stages' lines first; the report then comes in the returned
+        outcome.
+
+    Returns
+    -------
+    RunOutcome
+        What was written. Deliberate failures raise :class:`~ndcg_spark.errors.NdcgError`
+        before anything is written where the order above allows it.
+    """
+    if command not in COMMANDS:
+        raise ValueError(f"command: must be one of {', '.join(COMMANDS)}, got {command!r}")
+    stage2 = command == "aggregate" or (command == "run" and config.writes_stage2())
+    _check_before_writing(spark, config, command, run_id, stage2=stage2)
+    if command == "compare":
+        outcome = RunOutcome(command, run_id, compared=compare_stage(spark, config, run_id))
+    elif command == "report":
+        outcome = RunOutcome(command, run_id)
+    else:
+        outcome = _published_stages(spark, config, command, run_id, stage2=stage2)
+    if before_report is not None:
+        before_report(outcome)
+    return replace(outcome, report=_report(spark, config, command, run_id))
+
+
+def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool) -> None:
+    """Refuse what would fail later, before anything is unpublished, scored or written: a bad
+    ``aggregate:`` section or missing stage-2 output, an unscored run under ``aggregate``, a bad
+    ``report:`` section or folder under ``compare``."""
+    if stage2:
+        stage2_plan(config)
+        if command == "aggregate":
+            stage2_input(spark, config, run_id)
+    if command == "compare" and report_configured(config):
+        config.report_spec()
+        report_dir(config)
+
+
+def _published_stages(spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool) -> RunOutcome:
+    """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, then
+    the rows of the closing summary read back from what was written."""
+    scored = aggregated = None
+    with publishing(spark, config.run_status(), run_id) as status:  # 'running' first, 'complete' written last
+        if command != "aggregate":
+            scored = score_stage(spark, config, run_id)
+        if stage2:
+            counts = scored.metadata_counts() if scored is not None else {}
+            aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
+    outcome = RunOutcome(command, run_id, published=status, scored=scored, aggregated=aggregated)
+    if aggregated is None:
+        means = summarize_per_request(read_run(spark, scored.target, run_id))
+        return replace(outcome, per_request_means=tuple(means))
+    overall, audit = stage2_summary(spark, aggregated)
+    return replace(outcome, overall=tuple(overall), worst_slices=tuple(audit))
+
+
+def _report(spark: SparkSession, config: JobConfig, command: str, run_id: str) -> ReportOutcome | None:
+    """Write the run's HTML report. ``run`` and ``compare`` write it when the job has an aggregate
+    table (``outputs.aggregate``, stage 2); ``report`` requires one. ``compare`` needs stage 1
+    only: on a run without aggregate rows yet it gets no report, and the reason, not a failure."""
+    if command not in _REPORTING or (command != "report" and not report_configured(config)):
+        return None
+    started = time.perf_counter()
+    try:
+        path = write_report(spark, config, run_id)
+    except InputError as exc:
+        if command != "compare":
+            raise
+        return ReportOutcome(None, time.perf_counter() - started, not_written=str(exc))
+    return ReportOutcome(path, time.perf_counter() - started)

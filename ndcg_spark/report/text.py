@@ -1,0 +1,259 @@
+"""The closing lines of the command line as text: rows in, a string out (pure Python, no Spark).
+
+``ndcg-spark score`` ends with :func:`per_request_summary`, ``run`` and ``aggregate`` with
+:func:`aggregate_written` and :func:`aggregate_summary`, ``compare`` with
+:func:`format_comparison`. The rows are plain mappings (``Row.asDict()``), so every summary can
+be checked without a session.
+
+Examples
+--------
+>>> print(per_request_summary([
+...     {"contract_fingerprint": "d3409c6997964582", "system": "bm25", "pool_version": "p1", "k": 10,
+...      "macro_ndcg": 0.65351, "scored": 17, "empty_ideal": 3, "requests": 20},
+...     {"contract_fingerprint": "d3409c6997964582", "system": "dense", "pool_version": None, "k": 10,
+...      "macro_ndcg": None, "scored": 0, "empty_ideal": 2, "requests": 2},
+... ]))
+contract d3409c6997964582
+system     pool                 k macro NDCG   scored   empty      all
+bm25       p1                  10     0.6535       17       3       20
+dense      None                10        n/a        0       2        2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ndcg_spark.report.format import OVERALL
+
+__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "per_request_summary"]
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+def _number(x: Any, fmt: str = "{:.4f}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def _signed(x: Any) -> str:
+    return _number(x, "{:+.4f}")
+
+
+def _mean(value: Any, low: Any, high: Any) -> str:
+    """``0.6535 [0.6501, 0.6570]``; the interval left out when a bound is missing."""
+    if value is None:
+        return "n/a"
+    interval = "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+    return f"{value:.4f}{interval}"
+
+
+def _contracts(rows: Rows) -> list[str]:
+    return [f"contract {fingerprint}" for fingerprint in sorted({r["contract_fingerprint"] for r in rows})]
+
+
+# --- stage 1 -------------------------------------------------------------------------------
+
+
+def per_request_summary(rows: Rows) -> str:
+    """Overall macro NDCG per system x K with its denominators (the rows of the per-request
+    table summarized: ``macro_ndcg``, ``scored``, ``empty_ideal``, ``requests``)."""
+    lines = _contracts(rows)
+    lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG':>10} {'scored':>8} {'empty':>7} {'all':>8}")
+    for r in rows:
+        lines.append(
+            f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {_number(r['macro_ndcg']):>10} "
+            f"{r['scored']:>8} {r['empty_ideal']:>7} {r['requests']:>8}"
+        )
+    return "\n".join(lines)
+
+
+# --- stage 2 -------------------------------------------------------------------------------
+
+
+def aggregate_written(run_id: str, where: str, row_counts: Mapping[str, int], seconds: float) -> str:
+    """The line saying where stage 2 wrote and how many rows per table (dotted counters, such as
+    stage 1's ``candidates.rows_read``, are left to run metadata).
+
+    >>> aggregate_written("n1", "parquet /w/aggregate", {"per_request": 8, "aggregate": 4, "candidates.rows_read": 9}, 1.25)
+    'run n1: aggregate table -> parquet /w/aggregate (per_request 8, aggregate 4; 1.2 s)'
+    """
+    counts = ", ".join(f"{k} {v:,}" for k, v in row_counts.items() if "." not in k)
+    return f"run {run_id}: aggregate table -> {where} ({counts}; {seconds:.1f} s)"
+
+
+def aggregate_summary(overall: Rows, audit: Rows) -> str:
+    """The closing lines of stage 2: the overall means with their intervals and denominators
+    (the aggregate table's overall rows), then the worst slice per dimension (audit rows).
+
+    >>> overall = [{"contract_fingerprint": "d340", "system": "bm25", "pool_version": "p1", "k": 10,
+    ...             "ci_level": 0.95, "macro_ndcg": 0.6535, "macro_ci_low": 0.6501, "macro_ci_high": 0.657,
+    ...             "weighted_ndcg": 0.6754, "weighted_ci_low": None, "weighted_ci_high": None,
+    ...             "n_eligible": 17332, "n_empty_ideal": 2668, "n_requests": 20000}]
+    >>> audit = [{"system": "bm25", "pool_version": "p1", "k": 10, "min_eligible": 30,
+    ...           "slice_dimension": "equipment_rarity", "worst_slice_value": "rare", "worst_macro_ndcg": 0.5557,
+    ...           "worst_ci_low": 0.5446, "worst_ci_high": 0.5661, "gap_to_overall": -0.0979,
+    ...           "ci_below_overall": True, "worst_n_eligible": 1698},
+    ...          {"system": "bm25", "pool_version": "p1", "k": 10, "min_eligible": 30,
+    ...           "slice_dimension": "permission_group", "worst_macro_ndcg": None, "n_slices_ranked": 0, "n_slices": 3}]
+    >>> print(aggregate_summary(overall, audit))  # doctest: +NORMALIZE_WHITESPACE
+    contract d340
+    system     pool                 k          macro NDCG [95% interval]          weighted NDCG [95% interval]  eligible   empty      all
+    bm25       p1                  10            0.6535 [0.6501, 0.6570]                                0.6754    17,332   2,668   20,000
+    worst slice per dimension at k=10 (every K is in the audit table; ranked: slices with >= 30 eligible requests;
+    * its interval lies wholly below the overall mean)
+      bm25       equipment_rarity     rare                        0.5557 [0.5446, 0.5661] gap -0.0979* (1,698 eligible)
+      bm25       permission_group     no slice has enough eligible requests (0 of 3 ranked)
+    """
+    return "\n".join(_overall_lines(overall) + _worst_slice_lines(audit))
+
+
+def _overall_lines(overall: Rows) -> list[str]:
+    levels = {r["ci_level"] for r in overall if r.get("ci_level")}
+    level = f"{100 * levels.pop():g}% interval" if len(levels) == 1 else "interval"
+    lines = _contracts(overall)
+    lines.append(
+        f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG [' + level + ']':>34} "
+        f"{'weighted NDCG [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'all':>8}"
+    )
+    for r in overall:
+        lines.append(
+            f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} "
+            f"{_mean(r['macro_ndcg'], r['macro_ci_low'], r['macro_ci_high']):>34} "
+            f"{_mean(r['weighted_ndcg'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
+            f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {r['n_requests']:>8,}"
+        )
+    return lines
+
+
+def _worst_slice_lines(audit: Rows) -> list[str]:
+    if not audit:
+        return []
+    top_k = max(r["k"] for r in audit)
+    minimum = next((r["min_eligible"] for r in audit if r.get("min_eligible") is not None), None)
+    lines = [
+        f"worst slice per dimension at k={top_k} (every K is in the audit table; ranked: slices with >= "
+        f"{minimum} eligible requests; * its interval lies wholly below the overall mean)"
+    ]
+    pools = len({r["pool_version"] for r in audit})
+    for r in (r for r in audit if r["k"] == top_k):
+        who = r["system"] if pools == 1 else f"{r['system']}@{r['pool_version']}"
+        if r["worst_macro_ndcg"] is None:
+            lines.append(
+                f"  {who:<10} {r['slice_dimension']:<20} no slice has enough eligible requests "
+                f"({r['n_slices_ranked']} of {r['n_slices']} ranked)"
+            )
+            continue
+        flag = "*" if r["ci_below_overall"] else " "
+        lines.append(
+            f"  {who:<10} {r['slice_dimension']:<20} {str(r['worst_slice_value']):<16} "
+            f"{_mean(r['worst_macro_ndcg'], r['worst_ci_low'], r['worst_ci_high']):>34} "
+            f"gap {r['gap_to_overall']:+.4f}{flag} ({r['worst_n_eligible']:,} eligible)"
+        )
+    return lines
+
+
+# --- compare -------------------------------------------------------------------------------
+
+
+def format_comparison(rows: Rows) -> str:
+    """A readable summary of a comparison table (its rows as mappings): the CLI's closing lines.
+
+    The overall row of every K, the end-to-end notice when the pools differ (with candidate recall
+    on both sides), and per slice dimension the slice with the smallest macro delta at the largest K.
+    """
+    if not rows:
+        return "comparison: no rows"
+    first = rows[0]
+    overall = sorted((r for r in rows if r["slice_dimension"] == OVERALL), key=lambda r: r["k"])
+    top = overall[-1] if overall else first
+    lines = _comparison_header(first, top)
+    if first["comparison_kind"] == "end_to_end":
+        lines += _end_to_end_notice(first, top)
+    lines += _comparison_overall(first["baseline"], first["candidate"], overall)
+    lines.append(_comparison_requests(first["baseline"], first["candidate"], top))
+    lines += _smallest_slice_deltas(rows, top["k"], first["min_paired"])
+    return "\n".join(lines)
+
+
+def _delta(value: Any, low: Any, high: Any) -> str:
+    """``+0.0730 [+0.0703, +0.0755]``; no interval without a low bound."""
+    return _signed(value) + ("" if low is None else f" [{_signed(low)}, {_signed(high)}]")
+
+
+def _comparison_header(first: Mapping[str, Any], top: Mapping[str, Any]) -> list[str]:
+    b, c = first["baseline"], first["candidate"]
+    pools = (
+        f"{top['n_pool_differs']:,} shared request(s) with different candidate sets"
+        if first["pools_differ"]
+        else "same candidates for every shared request"
+    )
+    level = f" ({first['ci_level']:.0%} intervals)" if first["ci_level"] is not None else ""
+    return [
+        f"comparison of run {first['run_id']}: {c} (candidate) vs {b} (baseline): {first['comparison_kind']} comparison",
+        f"  pools: {b} {first['baseline_pool_version']}, {c} {first['candidate_pool_version']}; {pools}",
+        f"  contract {first['contract_fingerprint']}; NDCG ideal: {first['ndcg_ideal']}; "
+        f"{first['bootstrap_replicates']} bootstrap replicates{level}, {first['permutations']} sign flips, "
+        f"seed {first['seed']}, tie if |delta| <= {first['tie_tolerance']:g}",
+    ]
+
+
+def _end_to_end_notice(first: Mapping[str, Any], top: Mapping[str, Any]) -> list[str]:
+    b, c = first["baseline"], first["candidate"]
+    why = (
+        " The two sides ranked different candidate pools, so a difference below can come from what was"
+        " retrieved as well as from how it was ranked."
+        if first["pools_differ"]
+        else " (Requested; the two sides ranked the same candidates.)"
+    )
+    return [
+        "",
+        "  NOTICE: END-TO-END comparison, not a reranker comparison." + why,
+        "  Both sides' NDCG uses one shared ideal from the judgments. Candidate recall (positives in the pool /"
+        f" all known positives, {top['n_recall_requests']:,} shared requests with a known positive):",
+        f"    {b:<12} macro {_number(top['baseline_recall_macro'])}  weighted {_number(top['baseline_recall_weighted'])}",
+        f"    {c:<12} macro {_number(top['candidate_recall_macro'])}  weighted {_number(top['candidate_recall_weighted'])}",
+        "",
+    ]
+
+
+def _comparison_overall(b: str, c: str, overall: Rows) -> list[str]:
+    lines = [
+        f"  {'k':>3} {'paired':>8} {b[:8]:>8} {c[:8]:>8}  {'delta macro [interval]':<27} {'p':>6}  "
+        f"{'delta weighted [interval]':<27} {'p':>6}  win/tie/loss"
+    ]
+    for r in overall:
+        lines.append(
+            f"  {r['k']:>3} {r['n_paired']:>8,} {_number(r['baseline_ndcg_macro']):>8} "
+            f"{_number(r['candidate_ndcg_macro']):>8}  "
+            f"{_delta(r['delta_macro'], r['delta_macro_ci_low'], r['delta_macro_ci_high']):<27} "
+            f"{_number(r['p_value_macro'], '{:.3f}'):>6}  "
+            f"{_delta(r['delta_weighted'], r['delta_weighted_ci_low'], r['delta_weighted_ci_high']):<27} "
+            f"{_number(r['p_value_weighted'], '{:.3f}'):>6}  "
+            f"{r['wins']:,}/{r['ties']:,}/{r['losses']:,}"
+        )
+    return lines
+
+
+def _comparison_requests(b: str, c: str, top: Mapping[str, Any]) -> str:
+    return (
+        f"  requests: {top['n_requests']:,} in all; {top['n_paired']:,} paired; {b} only: "
+        f"{top['n_only_baseline_missing']:,} ({c} has no row) + {top['n_only_baseline_empty']:,} ({c}'s ideal empty); "
+        f"{c} only: {top['n_only_candidate_missing']:,} + {top['n_only_candidate_empty']:,}; "
+        f"neither: {top['n_neither']:,}"
+    )
+
+
+def _smallest_slice_deltas(rows: Rows, k: int, min_paired: Any) -> list[str]:
+    dims = sorted({r["slice_dimension"] for r in rows if r["slice_dimension"] != OVERALL})
+    lines = [f"  smallest macro delta per slice dimension at k={k} (* fewer than {min_paired} paired):"] if dims else []
+    for dim in dims:
+        cells = [r for r in rows if r["slice_dimension"] == dim and r["k"] == k and r["delta_macro"] is not None]
+        if not cells:
+            continue
+        worst = min(cells, key=lambda r: (r["below_min_paired"], r["delta_macro"]))
+        lines.append(
+            f"    {dim}={worst['slice_value']}{'*' if worst['below_min_paired'] else ''}: "
+            f"{_delta(worst['delta_macro'], worst['delta_macro_ci_low'], worst['delta_macro_ci_high'])}, "
+            f"p {_number(worst['p_value_macro'], '{:.3f}')}, {worst['n_paired']:,} paired"
+        )
+    return lines
