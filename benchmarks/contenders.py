@@ -7,7 +7,7 @@ used to check that the contenders computed the same thing.
 
 ``ndcg_spark``  the library end to end: stage 1 (:func:`ndcg_spark.score_requests`, four K,
                 weight and three slices from an attributes table) written as Parquet, then
-                stage 2 (:func:`ndcg_spark.aggregation.means`: every slice, bootstrap
+                stage 2 (:func:`ndcg_spark.aggregation.means.aggregate`: every slice, bootstrap
                 intervals) read from it and written.
 ``ndcg_spark_collecting``  the same with ``dense_plan=False`` (not run by default): every
                 request's candidates collected into an array and sorted.

@@ -28,10 +28,10 @@ _EXPORTS = {
     "gain": "ndcg_spark.scoring.score",
     "Attributes": "ndcg_spark.scoring.score",
     "JobConfig": "ndcg_spark.job.config",
-    "AggregateSpec": "ndcg_spark.aggregation.means",
+    "AggregateSpec": "ndcg_spark.config.aggregate_spec",
     "aggregate": "ndcg_spark.aggregation.means",
-    "audit": "ndcg_spark.aggregation.means",
-    "run_metadata": "ndcg_spark.aggregation.means",
+    "audit": "ndcg_spark.aggregation.worst_slice",
+    "run_metadata": "ndcg_spark.aggregation.metadata",
     "ValidationError": "ndcg_spark.errors",
     "ValidationSpec": "ndcg_spark.validation.validate",
     "validate_inputs": "ndcg_spark.validation.validate",
@@ -45,7 +45,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ndcg_spark.aggregation.means import AggregateSpec, aggregate, audit, run_metadata
+    from ndcg_spark.aggregation.means import aggregate
+    from ndcg_spark.aggregation.metadata import run_metadata
+    from ndcg_spark.aggregation.worst_slice import audit
+    from ndcg_spark.config.aggregate_spec import AggregateSpec
     from ndcg_spark.job.config import JobConfig
     from ndcg_spark.config.contract import ColumnMapping, Contract, GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError

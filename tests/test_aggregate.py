@@ -17,9 +17,12 @@ from chispa import assert_approx_df_equality, assert_df_equality
 from pyspark.sql import functions as F
 
 import ndcg_spark
-from ndcg_spark.aggregation import means as aggregate_module
-from ndcg_spark.aggregation.means import AggregateSpec, aggregate, audit, poisson_weight
+from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS, AUDIT_COLUMNS
+from ndcg_spark.aggregation.means import aggregate
+from ndcg_spark.aggregation.worst_slice import audit
+from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.job.config import Source
+from ndcg_spark.metrics.resampling import poisson_weight
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, EmptyIdealError, InputError
 from ndcg_spark.scoring.score import score_requests
@@ -91,7 +94,7 @@ def test_macro_and_weighted_means_by_hand(spark, traffic_table):
     assert [tuple(r) for r in stamps] == [("n1", "bm25", "pool-1", 10, "fp", ndcg_spark.__version__, 2, None)]
     assert out.filter(F.col("created_at").isNull()).count() == 0
     assert out.filter(F.col("macro_ci_low").isNotNull()).count() == 0  # replicates: 0 -> no interval
-    assert tuple(out.columns) == aggregate_module.AGGREGATE_COLUMNS
+    assert tuple(out.columns) == AGGREGATE_COLUMNS
 
 
 def test_the_shell_spelling_is_the_same_function(spark, traffic_table):
@@ -151,7 +154,7 @@ def test_small_slices_are_flagged_reported_and_left_out_of_the_audit(spark, traf
     none = {r["slice_dimension"]: r for r in audit(
         aggregate(traffic_table, AggregateSpec(slices=("rarity",), min_eligible=5, replicates=0))).collect()}
     assert none["rarity"]["worst_slice_value"] is None and none["rarity"]["n_slices_ranked"] == 0
-    assert tuple(audit(aggs).columns) == aggregate_module.AUDIT_COLUMNS
+    assert tuple(audit(aggs).columns) == AUDIT_COLUMNS
 
 
 def test_pool_versions_runs_and_contracts_are_never_pooled(spark, traffic_table):

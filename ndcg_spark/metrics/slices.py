@@ -28,13 +28,13 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+# OVERALL / OVERALL_VALUE: ``slice_dimension`` / ``slice_value`` of the row that covers every
+# request of its group. Defined beside AggregateSpec (pure Python, which refuses a slice column
+# named ``overall``); this is where the stages import them from.
+from ndcg_spark.config.aggregate_spec import OVERALL, OVERALL_VALUE
 from ndcg_spark.config.bootstrap import quantiles
 
 __all__ = ["OVERALL", "OVERALL_VALUE", "percentile_interval", "quantiles", "roll_up", "slice_memberships"]
-
-#: ``slice_dimension`` / ``slice_value`` of the row that covers every request of its group.
-OVERALL = "overall"
-OVERALL_VALUE = "all"
 
 
 def slice_memberships(dimensions: Sequence[str], columns: Sequence[str] | None = None) -> Column:

@@ -1,0 +1,104 @@
+"""The columns stage 2 reads and writes: the aggregate, audit and run-metadata tables."""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+__all__ = [
+    "AGGREGATE_COLUMNS",
+    "AUDIT_COLUMNS",
+    "GROUP_KEYS",
+    "INTERVAL_COLUMNS",
+    "PER_REQUEST_INPUTS",
+    "RUN_METADATA_SCHEMA",
+    "STAMP_COLUMNS",
+]
+
+#: What one aggregate row is "per" (besides the slice): never pooled across any of these.
+GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k")
+
+#: The per-request columns stage 2 reads (besides the slice columns of its spec).
+PER_REQUEST_INPUTS = (
+    "run_id",
+    "contract_fingerprint",
+    "pool_version",
+    "system",
+    "request_id",
+    "k",
+    "ndcg",
+    "empty_ideal",
+    "n_candidates",
+    "n_unjudged_in_top_k",
+    "weight",
+)
+
+#: The bootstrap interval bounds of both means (null without replicates).
+INTERVAL_COLUMNS = ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighted_ci_high")
+
+#: What an aggregate row was computed under and when, carried on to the audit.
+STAMP_COLUMNS = ("min_eligible", "ci_level", "code_version", "created_at")
+
+#: The columns of the aggregate table, in order.
+AGGREGATE_COLUMNS = (
+    "run_id",
+    "system",
+    "pool_version",
+    "k",
+    "slice_dimension",
+    "slice_value",
+    "macro_ndcg",
+    "macro_ci_low",
+    "macro_ci_high",
+    "weighted_ndcg",
+    "weighted_ci_low",
+    "weighted_ci_high",
+    "n_eligible",
+    "n_empty_ideal",
+    "n_requests",
+    "weight_eligible",
+    "weight_all",
+    "unjudged_share",
+    "below_min_eligible",
+    "min_eligible",
+    "ci_level",
+    "contract_fingerprint",
+    "code_version",
+    "created_at",
+)
+
+#: The columns of the audit table, in order.
+AUDIT_COLUMNS = (
+    "run_id",
+    "system",
+    "pool_version",
+    "k",
+    "slice_dimension",
+    "n_slices",
+    "n_slices_ranked",
+    "worst_slice_value",
+    "worst_macro_ndcg",
+    "worst_ci_low",
+    "worst_ci_high",
+    "worst_n_eligible",
+    "overall_macro_ndcg",
+    "gap_to_overall",
+    "ci_below_overall",
+    "min_eligible",
+    "ci_level",
+    "contract_fingerprint",
+    "code_version",
+    "created_at",
+)
+
+#: The run-metadata table: one row per run.
+RUN_METADATA_SCHEMA = T.StructType(
+    [
+        T.StructField("run_id", T.StringType(), False),
+        T.StructField("contract_fingerprint", T.StringType(), False),
+        T.StructField("contract", T.StringType(), False),
+        T.StructField("aggregate_spec", T.StringType(), False),
+        T.StructField("row_counts", T.MapType(T.StringType(), T.LongType(), False), False),
+        T.StructField("code_version", T.StringType(), False),
+        T.StructField("created_at", T.TimestampType(), False),
+    ]
+)
