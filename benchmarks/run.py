@@ -10,7 +10,7 @@ work), rows per second, peak memory and the ratios of ndcg-spark's work time to 
 ``--skew N`` adds a case: the first size plus one request with N candidates. ``--check`` also
 computes, outside the timed part, the binary-relevance NDCG@10 each contender gives (the
 definition RankingEvaluator uses) and reports whether the three agree. ``--json FILE`` keeps every
-figure. See BENCHMARKS.md for what is measured and the figures of the last run.
+figure. See docs/benchmarks.md for what is measured and the figures of the last run.
 """
 
 from __future__ import annotations

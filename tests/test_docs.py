@@ -1,0 +1,513 @@
+"""Every example of README.md and docs/*.md runs, and every documented table matches the code.
+
+What each fenced block of a page is, and how it is checked:
+
+``python``   doctests, one namespace per page (a page's examples build on each other), against the
+             suite's ``spark`` fixture; ``...`` matches anything, whitespace is normalized.
+``console``  ``$ ndcg-spark …`` and ``$ python -m …`` commands, run in-process, in order, in a
+             temporary copy of the checkout (``conf/`` as shipped; relative paths on the command line
+             point into the copy). The lines after a command are its expected output: ``…`` matches
+             anything and the copy's path reads ``<checkout>``. Output starting ``<prog>: failed.``
+             must come with exit status 2, anything else with 0.
+``sql``      run statement by statement after the console examples, against the tables they wrote
+             (``'warehouse/…'`` paths point into the copy); a query must return rows.
+``yaml``     loaded onto ``conf/local.yaml`` and parsed by the job config and the section's spec.
+``sh``       ``bash dev.sh <command> …`` lines: the command exists in dev.sh, ``-m`` markers are
+             registered, named test files exist (these are what CI and developers run, not run here).
+``text``     not executed: transcripts recorded elsewhere and cluster command lines (the page says so).
+
+Also: each table of docs/tables.md lists the columns of the code's constant named above it, with
+the types of the table a small run writes; docs/validation.md's rule table is the one generated
+from the rule catalogue (``python tests/test_docs.py`` rewrites it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import importlib
+import io
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the console examples run in this order (operations.md writes the sample the others use)
+RUN_ORDER = sorted(PAGES, key=lambda p: (p.name != "operations.md", str(p)))
+LANGUAGES = {"python", "console", "sql", "yaml", "sh", "text"}
+FENCE = re.compile(r"^```(\S*)\s*$")
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+#: the spark.sql settings a command may set on the shared session (from a job YAML's spark: section)
+SESSION_SETTINGS = ("spark.sql.shuffle.partitions",)
+
+
+@dataclass
+class Block:
+    page: Path
+    language: str
+    line: int  # 1-based line of the first line inside the fence
+    lines: list[str]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path, language: str | None = None) -> list[Block]:
+    """The fenced blocks of ``page`` (optionally of one language), with their line numbers."""
+    found: list[Block] = []
+    current: Block | None = None
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+        fence = FENCE.match(line)
+        if current is None and fence:
+            current = Block(page, fence.group(1), number + 1, [])
+        elif current is not None and line.startswith("```"):
+            found.append(current)
+            current = None
+        elif current is not None:
+            current.lines.append(line)
+    assert current is None, f"{page.name}: a code fence opened at line {current.line - 1} is never closed"
+    return [b for b in found if language is None or b.language == language]
+
+
+def _ids(paths):
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+# ----------------------------------------------------------------------------- every fence is known
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_every_code_block_says_how_it_is_checked(page):
+    unknown = [f"{b.where()}: ```{b.language}" for b in blocks(page) if b.language not in LANGUAGES]
+    assert not unknown, f"fence languages must be one of {sorted(LANGUAGES)}: {unknown}"
+
+
+# ---------------------------------------------------------------------------------- python: doctests
+
+
+def _page_doctest(page: Path, globs: dict) -> doctest.DocTest:
+    """One doctest of every python block of ``page``; other lines blanked so line numbers stay true."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    keep = [""] * len(lines)
+    for block in blocks(page, "python"):
+        assert any(line.startswith(">>> ") for line in block.lines), f"{block.where()}: a python block with no >>> example"
+        for offset, line in enumerate(block.lines):
+            keep[block.line - 1 + offset] = line
+    return doctest.DocTestParser().get_doctest("\n".join(keep) + "\n", globs, page.name, str(page), 0)
+
+
+PYTHON_PAGES = [p for p in PAGES if blocks(p, "python")]
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=_ids(PYTHON_PAGES))
+def test_python_examples_run(spark, page):
+    test = _page_doctest(page, {"spark": spark})
+    report = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    runner.run(test, out=report.write)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0
+    assert result.failed == 0, f"{result.failed} of {result.attempted} example(s) of {page.name} failed:\n{report.getvalue()}"
+
+
+# ------------------------------------------------------------------------------ console: the commands
+
+
+@dataclass
+class Command:
+    block: Block
+    line: int
+    argv: list[str]
+    expected: list[str] = field(default_factory=list)
+    status: int | None = None
+    output: str = ""
+
+    @property
+    def expected_status(self) -> int:
+        first = next((line for line in self.expected if line.strip()), "")
+        return 2 if re.match(r"^\S+ \S+: failed\.$", first) else 0
+
+    def where(self) -> str:
+        return f"{self.block.page.relative_to(ROOT)}:{self.line}: $ {shlex.join(self.argv)}"
+
+
+def commands(block: Block) -> list[Command]:
+    parsed: list[Command] = []
+    pending = ""
+    for offset, line in enumerate(block.lines):
+        if pending or line.startswith("$ "):
+            text = pending + (line[2:] if not pending else line)
+            if text.endswith("\\"):
+                pending = text[:-1] + " "
+                continue
+            pending = ""
+            parsed.append(Command(block, block.line + offset, shlex.split(text, comments=True)))
+        else:
+            assert parsed, f"{block.where()}: console output before any $ command"
+            parsed[-1].expected.append(line)
+    return parsed
+
+
+def _in_checkout(argv: list[str], root: Path) -> list[str]:
+    """Relative paths of the command line (``conf/local.yaml``, ``data/sample``) point into the copy."""
+    return [str(root / a) if "/" in a and not a.startswith(("-", "/")) and "://" not in a else a for a in argv]
+
+
+def _run(argv: list[str], root: Path, spark) -> tuple[int, str]:
+    if argv[0] == "ndcg-spark":
+        from ndcg_spark.cli import main
+
+        entry, args = main, argv[1:]
+    elif argv[:2] == ["python", "-m"]:
+        entry, args = importlib.import_module(argv[2]).main, argv[3:]
+    else:
+        raise AssertionError(f"console examples run `ndcg-spark …` or `python -m …`, not {argv[0]!r}")
+    saved = {key: spark.conf.get(key) for key in SESSION_SETTINGS}
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            status = entry(_in_checkout(args, root))
+    finally:
+        for key, value in saved.items():
+            spark.conf.set(key, value)
+    return status, out.getvalue().replace(str(root), "<checkout>")
+
+
+@pytest.fixture(scope="module")
+def checkout(spark, tmp_path_factory):
+    """A temporary checkout (``conf/`` as shipped) in which every console example has run, in order."""
+    root = tmp_path_factory.mktemp("checkout").resolve()
+    shutil.copytree(ROOT / "conf", root / "conf")
+    ran: list[Command] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        for page in RUN_ORDER:
+            for block in blocks(page, "console"):
+                for command in commands(block):
+                    command.status, command.output = _run(command.argv, root, spark)
+                    ran.append(command)
+    return root, ran
+
+
+def test_console_examples_run_as_shown(checkout):
+    _, ran = checkout
+    assert ran, "the docs should carry console examples"
+    checker = doctest.OutputChecker()
+    problems = []
+    for command in ran:
+        expected = "\n".join(command.expected).replace("…", "...") + "\n"
+        if command.status != command.expected_status:
+            problems.append(f"{command.where()}\n  exit status {command.status}, expected {command.expected_status}")
+        if not checker.check_output(expected, command.output, FLAGS):
+            problems.append(f"{command.where()}\n--- expected\n{expected}--- got\n{command.output}")
+    assert not problems, "\n\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------- sql
+
+
+def _statements(block: Block, root: Path) -> list[str]:
+    text = block.text.replace("'warehouse/", f"'{root}/warehouse/")
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+@pytest.fixture(scope="module")
+def sql_results(spark, checkout):
+    root, _ = checkout
+    results = []
+    views = []
+    for page in PAGES:
+        for block in blocks(page, "sql"):
+            for statement in _statements(block, root):
+                view = re.match(r"CREATE (?:OR REPLACE )?TEMPORARY VIEW (\w+)", statement, re.I)
+                if view:
+                    views.append(view.group(1))
+                results.append((block, statement, spark.sql(statement).collect()))
+    yield results
+    for name in views:
+        spark.catalog.dropTempView(name)
+
+
+def test_sql_examples_run_on_a_written_run(sql_results):
+    assert sql_results, "the docs should carry SQL examples"
+    empty = [f"{block.where()}: {statement[:60]}…" for block, statement, rows in sql_results
+             if statement.upper().startswith("SELECT") and not rows]
+    assert not empty, f"queries that return no rows on the example run: {empty}"
+
+
+def test_dashboard_sql_gives_the_aggregate_tables_overall_means(sql_results):
+    by_query = {statement: rows for _, statement, rows in sql_results}
+    dashboard = next(rows for statement, rows in by_query.items() if "avg(p.ndcg)" in statement)
+    overall = next(rows for statement, rows in by_query.items() if "FROM aggregate a" in statement)
+    means = {(r["system"], r["k"]): r["macro_ndcg"] for r in overall}
+    assert len(dashboard) == len(means) > 0
+    for row in dashboard:
+        assert row["macro_ndcg"] == pytest.approx(means[(row["system"], row["k"])], abs=1e-12)
+        assert row["requests"] == 300
+
+
+# --------------------------------------------------------------------------------------------- yaml
+
+LOCAL_YAML = ROOT / "conf" / "local.yaml"
+
+
+def _job_config(section: dict):
+    from ndcg_spark.job.config import JobConfig
+
+    data = yaml.safe_load(LOCAL_YAML.read_text(encoding="utf-8"))
+    for key, value in section.items():
+        if key == "outputs":
+            data["outputs"] = {**data["outputs"], **value}
+        else:
+            data[key] = value
+    return JobConfig.from_dict(data, base=ROOT)
+
+
+def _check_sections(config, section: dict) -> None:
+    """Each section through the spec the job builds from it (errors name the bad field)."""
+    if "validation" in section:
+        config.validation()
+    if "compare" in section:
+        config.compare_spec()
+    if "report" in section:
+        config.report_spec()
+    if "aggregate" in section:
+        config.aggregate_spec()
+
+
+YAML_BLOCKS = [b for p in PAGES for b in blocks(p, "yaml")]
+
+
+@pytest.mark.parametrize("block", YAML_BLOCKS, ids=[b.where() for b in YAML_BLOCKS])
+def test_yaml_examples_are_valid_job_sections(block):
+    section = yaml.safe_load(block.text)
+    assert isinstance(section, dict) and section, f"{block.where()}: a YAML example is a mapping of job sections"
+    _check_sections(_job_config(section), section)
+
+
+# ----------------------------------------------------------------------------------- sh: dev.sh lines
+
+
+def _markers() -> set[str]:
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    return {m.split(":")[0].strip() for m in ini.get("markers", [])}
+
+
+SH_BLOCKS = [b for p in PAGES for b in blocks(p, "sh")]
+
+
+@pytest.mark.parametrize("block", SH_BLOCKS, ids=[b.where() for b in SH_BLOCKS])
+def test_shell_lines_name_real_commands_markers_and_files(block):
+    dev = (ROOT / "dev.sh").read_text(encoding="utf-8")
+    for line in filter(str.strip, block.lines):
+        argv = shlex.split(line, comments=True)
+        assert argv[:2] == ["bash", "dev.sh"], f"{block.where()}: {line!r} is not a dev.sh command"
+        assert re.search(rf"^\s*{re.escape(argv[2])}\)", dev, re.M), f"dev.sh has no {argv[2]!r} command"
+        for flag, value in zip(argv, argv[1:]):
+            if flag == "-m":
+                names = set(re.findall(r"[A-Za-z_]\w*", value)) - {"and", "or", "not"}
+                assert names <= _markers(), f"{line!r}: marker(s) {names - _markers()} not registered in pyproject.toml"
+        for arg in argv[3:]:
+            if arg.startswith("tests/"):
+                assert (ROOT / arg.split("::")[0]).exists(), f"{line!r}: no such test file"
+
+
+def test_readme_keeps_the_two_commands_and_its_size():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [shlex.split(line, comments=True) for b in blocks(ROOT / "README.md", "sh") for line in b.lines]
+    assert ["bash", "dev.sh", "demo"] in lines and ["bash", "dev.sh", "test"] in lines  # CI runs the second verbatim
+    assert len(text.splitlines()) <= 250
+
+
+# ------------------------------------------------------------------------- names and paths the pages cite
+
+CODE_NAME = re.compile(r"`(ndcg_spark(?:\.\w+)+)")
+FILE_PATH = re.compile(r"`((?:ndcg_spark|tests|conf|jobs|benchmarks)/[\w/.-]*\w)`")
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_every_module_name_and_path_a_page_cites_exists(page):
+    text = page.read_text(encoding="utf-8")
+    stale = [name for name in sorted(set(CODE_NAME.findall(text))) if not _resolves(name)]
+    stale += [path for path in sorted(set(FILE_PATH.findall(text))) if not (ROOT / path).exists()]
+    assert not stale, f"{page.name} cites names or files that do not exist (renamed?): {stale}"
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation but '-' and '_' dropped, spaces to '-'."""
+    headings = [line.lstrip("#").strip() for line in page.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")]
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_every_link_between_pages_lands_on_a_file_and_heading(page):
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if "://" in target:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+            broken.append(target)
+    assert not broken, f"{page.name}: broken links {broken}"
+
+
+# ------------------------------------------------------------------------------- docs/tables.md
+
+
+TABLES = ROOT / "docs" / "tables.md"
+#: the table a small run writes for each documented table, by the constant that lists its columns
+WRITTEN = {
+    "PER_REQUEST_COLUMNS": "per_request",
+    "AGGREGATE_COLUMNS": "aggregate",
+    "AUDIT_COLUMNS": "audit",
+    "RUN_METADATA_SCHEMA": "run_metadata",
+    "COMPARISON_COLUMNS": "comparison",
+    "RUN_STATUS_SCHEMA": "run_status",
+}
+
+
+@dataclass
+class DocumentedTable:
+    heading: str
+    constants: list[str]  # dotted names
+    columns: list[tuple[str, str]]  # (name, type), in order
+
+
+def documented_tables() -> list[DocumentedTable]:
+    """Each "Columns, in order: `…`" paragraph of docs/tables.md with the table under it."""
+    tables: list[DocumentedTable] = []
+    heading, state = "", None  # state: "constants" until the table starts, then "rows"
+    for line in TABLES.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading, state = line.lstrip("# "), None
+        elif line.startswith("Columns, in order:"):
+            tables.append(DocumentedTable(heading, re.findall(r"`(ndcg_spark\.[\w.]+)`", line), []))
+            state = "constants"
+        elif state == "constants" and line.startswith("| column |"):
+            state = "rows"
+        elif state == "constants":
+            tables[-1].constants += re.findall(r"`(ndcg_spark\.[\w.]+)`", line)
+        elif state == "rows" and line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            names = re.findall(r"`(\w+)`", cells[0])
+            if not names:  # e.g. *slice columns*: not a fixed column
+                continue
+            types = [t.strip() for t in cells[1].split(", ")]
+            assert len(types) in (1, len(names)), f"{heading}: {cells[0]} has types {cells[1]!r}"
+            tables[-1].columns += list(zip(names, types * len(names) if len(types) == 1 else types))
+        elif state == "rows" and not line.startswith("|"):
+            state = None
+    return tables
+
+
+def _column_names(dotted: str) -> list[str]:
+    module, _, name = dotted.rpartition(".")
+    value = getattr(importlib.import_module(module), name)
+    if isinstance(value, str):  # a DDL string: "run_id string, status string, …"
+        return [part.split()[0] for part in value.split(",")]
+    if hasattr(value, "fieldNames"):
+        return list(value.fieldNames())
+    return list(value)
+
+
+def test_every_documented_table_lists_the_codes_columns_in_order():
+    tables = documented_tables()
+    assert len(tables) == 8, [t.heading for t in tables]
+    for table in tables:
+        assert table.constants, f"{table.heading}: name the code's column list above the table"
+        expected = [c for dotted in table.constants for c in _column_names(dotted)]
+        documented = [name for name, _ in table.columns]
+        assert documented == expected, f"docs/tables.md, {table.heading}: documented {documented}, code {expected}"
+
+
+def _schema(spark, root: Path, table: DocumentedTable) -> dict[str, str]:
+    constant = table.constants[0].rpartition(".")[2]
+    if constant in WRITTEN:
+        df = spark.read.parquet(str(root / "warehouse" / WRITTEN[constant]))
+    elif constant == "POOL_COLUMNS":
+        import ndcg_spark
+
+        sample = root / "data" / "sample"
+        df = ndcg_spark.pool_summary(spark.read.parquet(str(sample / "candidates")),
+                                     spark.read.parquet(str(sample / "judgments")), ndcg_spark.Contract())
+    elif constant == "QUARANTINE_COLUMNS":
+        import ndcg_spark
+
+        dirty = spark.createDataFrame([(None, "a", 1, 1.0)], "request_id string, doc_id string, position int, grade double")
+        spec = ndcg_spark.ValidationSpec(default="quarantine", max_quarantined_share=1.0)
+        df = ndcg_spark.validate_inputs(dirty, None, ndcg_spark.Contract(), spec).quarantine
+    else:
+        raise AssertionError(f"{table.heading}: no written table known for {constant}")
+    return {f.name: f.dataType.simpleString() for f in df.schema.fields}
+
+
+def test_documented_column_types_are_the_written_tables(spark, checkout):
+    root, _ = checkout
+    problems = []
+    for table in documented_tables():
+        written = _schema(spark, root, table)
+        for name, documented in table.columns:
+            if written.get(name) != documented:
+                problems.append(f"{table.heading}: {name} documented {documented}, written {written.get(name)}")
+    assert not problems, "\n".join(problems)
+
+
+# ----------------------------------------------------------------------------- docs/validation.md
+
+VALIDATION = ROOT / "docs" / "validation.md"
+RULES_BLOCK = re.compile(r"(<!-- BEGIN RULES:[^\n]*-->\n)(.*?)(<!-- END RULES -->)", re.S)
+
+
+def rule_table() -> str:
+    """The rule catalogue as the markdown table of docs/validation.md."""
+    from ndcg_spark.config.validation_spec import RULES
+
+    rows = ["| rule | checked on | inputs | a row breaks it when | handling |", "|---|---|---|---|---|"]
+    for rule in RULES:
+        handling = "`error` or `quarantine`" if rule.quarantinable else "always `error`"
+        rows.append(f"| `{rule.name}` | {rule.scope} | {', '.join(rule.inputs) or '—'} | {rule.description} | {handling} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_rule_catalogue_is_generated_from_the_code():
+    match = RULES_BLOCK.search(VALIDATION.read_text(encoding="utf-8"))
+    assert match, "docs/validation.md: the BEGIN RULES / END RULES markers are missing"
+    assert match.group(2) == rule_table(), "docs/validation.md is behind the rules: run `.venv/bin/python tests/test_docs.py`"
+
+
+if __name__ == "__main__":  # rewrite the generated rule table of docs/validation.md
+    text = VALIDATION.read_text(encoding="utf-8")
+    VALIDATION.write_text(RULES_BLOCK.sub(lambda m: m.group(1) + rule_table() + m.group(3), text), encoding="utf-8")
+    print(f"{VALIDATION.relative_to(ROOT)}: rule table rewritten", file=sys.stderr)
