@@ -33,9 +33,9 @@ _EXPORTS = {
     "audit": "ndcg_spark.aggregation.worst_slice",
     "run_metadata": "ndcg_spark.aggregation.metadata",
     "ValidationError": "ndcg_spark.errors",
-    "ValidationSpec": "ndcg_spark.validation.validate",
+    "ValidationSpec": "ndcg_spark.config.validation_spec",
     "validate_inputs": "ndcg_spark.validation.validate",
-    "RowAccounting": "ndcg_spark.validation.validate",
+    "RowAccounting": "ndcg_spark.validation.accounting",
     "compare": "ndcg_spark.comparison.paired",
     "pool_summary": "ndcg_spark.comparison.paired",
     "CompareSpec": "ndcg_spark.comparison.paired",
@@ -53,7 +53,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config.contract import ColumnMapping, Contract, GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError
     from ndcg_spark.scoring.score import Attributes, gain, score_requests
-    from ndcg_spark.validation.validate import RowAccounting, ValidationSpec, validate_inputs
+    from ndcg_spark.config.validation_spec import ValidationSpec
+    from ndcg_spark.validation.accounting import RowAccounting
+    from ndcg_spark.validation.validate import validate_inputs
     from ndcg_spark.comparison.paired import CompareSpec, PoolMismatchError, compare, pool_summary
 
 

@@ -15,8 +15,10 @@ from ndcg_spark.cli import main
 from ndcg_spark.job.config import JobConfig
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, InputError, NdcgError, ValidationError, describe_spark_error
-from ndcg_spark.scoring.score import Attributes, score_requests
-from ndcg_spark.validation.validate import RULES, ValidationSpec, job_validation, validate_inputs
+from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.scoring.score import score_requests
+from ndcg_spark.config.validation_spec import RULES, ValidationSpec
+from ndcg_spark.validation.validate import validate_inputs
 
 CANDS = "request_id string, doc_id string, system string, position int, score double"
 JUDGS = "request_id string, doc_id string, grade double"
@@ -270,17 +272,15 @@ def test_quarantine_handling_needs_an_output(tmp_path):
     base = {"version": 1, "inputs": {"candidates": "c"}, "outputs": {"per_request": "p"}}
     config = JobConfig.from_dict({**base, "validation": {"rules": {"doc_repeated": "quarantine"}}}, base=tmp_path)
     with pytest.raises(ContractError, match=r"outputs\.quarantine: is required .*doc_repeated"):
-        job_validation(config)
+        config.validation()
     config = JobConfig.from_dict(
         {**base, "validation": {"default": "quarantine"}, "outputs": {"per_request": "p", "quarantine": {"path": "q"}}},
         base=tmp_path,
     )
-    spec, target = job_validation(config)
+    spec, target = config.validation()
     assert spec.quarantines and target.path == str(tmp_path / "q")
     with pytest.raises(ContractError, match=r"outputs\.quarantine\.table"):
-        job_validation(
-            JobConfig.from_dict({**base, "outputs": {"per_request": "p", "quarantine": {"table": "x; DROP"}}})
-        )
+        JobConfig.from_dict({**base, "outputs": {"per_request": "p", "quarantine": {"table": "x; DROP"}}}).validation()
 
 
 def test_share_above_the_maximum_fails_anyway(spark):
@@ -382,14 +382,15 @@ def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
 def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
     """Under all-'error' handling a count-only detector (no windows) decides; it must agree with
     the row-by-row flags (used for quarantine and for the error message) on every rule."""
-    from ndcg_spark.validation import validate as V
+    from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
+    from ndcg_spark.validation.inputs import flag_every_rule, flag_row_rules
 
     cands, judgs, attrs = _random_dirty(spark, random.Random(7), 150)
     contract = Contract(k=[3]).resolve(cands.columns)
     spec = ValidationSpec(max_candidates_per_request=6)
-    rows = V._rows(cands, judgs, contract, attrs, None, None)
-    detected = {key: n for key, (n, _) in V._detect(rows, contract, spec).items() if key[1] != "merged"}
-    flagged = {key: n for key, (n, _) in V._count(V._flag_all(rows, contract, spec, quarantining=False)).items()}
+    rows = flag_row_rules(cands, judgs, contract, attrs, None, None)
+    detected = {key: n for key, (n, _) in detect_rule_counts(rows, contract, spec).items() if key[1] != "merged"}
+    flagged = {key: n for key, (n, _) in count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)).items()}
     flagged = {key: n for key, n in flagged.items() if key[1] in ("read", "rule")}
     # a list is too long: the detector stops before collecting lists (the row flags then count repeats)
     repeats = {("candidates", "rule", "doc_repeated"), ("candidates", "rule", "position_repeated")}
@@ -399,8 +400,8 @@ def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
         "judgment_conflict", "too_many_candidates",
     }
     # with no list too long, the second detector job counts repeats too
-    detected = {k: n for k, (n, _) in V._detect(rows, contract, ValidationSpec(max_candidates_per_request=None)).items()}
-    flagged = V._count(V._flag_all(rows, contract, ValidationSpec(max_candidates_per_request=None), quarantining=False))
+    detected = {k: n for k, (n, _) in detect_rule_counts(rows, contract, ValidationSpec(max_candidates_per_request=None)).items()}
+    flagged = count_flagged_rows(flag_every_rule(rows, contract, ValidationSpec(max_candidates_per_request=None), quarantining=False))
     for rule in ("doc_repeated", "position_repeated"):
         assert detected[("candidates", "rule", rule)] == flagged[("candidates", "rule", rule)][0] > 0
 

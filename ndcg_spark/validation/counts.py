@@ -1,0 +1,181 @@
+"""How many rows break each rule, counted two ways with the same keys (:data:`RuleCounts`).
+
+:func:`detect_rule_counts` is the count-only detector: hash aggregations, no windows, no examples;
+on clean input it is all validation costs. :func:`count_flagged_rows` counts the rows flagged one
+by one (:mod:`ndcg_spark.validation.inputs`), with an example row per rule and the quarantined rows
+per reason.
+
+>>> from ndcg_spark import Contract
+>>> from ndcg_spark.config.validation_spec import ValidationSpec
+>>> from ndcg_spark.validation.inputs import flag_row_rules
+>>> cands = spark.createDataFrame([("q1", "a", 1, 1.0), ("q1", "a", 2, 0.0), ("q2", "b", 0, 2.0)],
+...                               "request_id string, doc_id string, position int, grade double")
+>>> contract = Contract(k=[3]).resolve(cands.columns)
+>>> rows = flag_row_rules(cands, None, contract)  # no judgments table: the grades come with the candidates
+>>> for key, (n, _) in sorted(detect_rule_counts(rows, contract, ValidationSpec()).items()):
+...     print(key, n)
+('candidates', 'read', None) 3
+('candidates', 'rule', 'doc_repeated') 2
+('candidates', 'rule', 'position_invalid') 1
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.validation_spec import RULES, ValidationSpec
+from ndcg_spark.validation.accounting import RuleCounts
+from ndcg_spark.validation.candidates import valid_position
+from ndcg_spark.validation.flags import JUDGED_PAIR, REQUEST_LIST, rule_name
+from ndcg_spark.validation.inputs import FlaggedInputs
+from ndcg_spark.validation.judgments import conflict
+
+#: ``(count key, aggregate Column)``; keys are ``read``, ``merged`` or ``rule:<name>``
+_Items = list[tuple[str, Column]]
+
+
+def _row_rule_sums(df: DataFrame) -> _Items:
+    """``(rule, rows breaking it)`` aggregates of each row rule flagged on ``df``."""
+    names = [r.name for r in RULES if f"__v_f_{r.name}" in df.columns and r.scope == "row"]
+    return [(name, F.sum(F.col(f"__v_f_{name}").cast("long"))) for name in names]
+
+
+def _count_row(name: str, df: DataFrame, items: _Items) -> DataFrame:
+    """One row for input ``name``: a map key -> count, the ``items`` aggregated over ``df``."""
+    totals = df.agg(*[F.coalesce(c.cast("long"), F.lit(0).cast("long")).alias(f"c{i}") for i, (_, c) in enumerate(items)])
+    pairs = [x for i, (key, _) in enumerate(items) for x in (F.lit(key), F.col(f"c{i}"))]
+    return totals.select(F.lit(name).alias("input"), F.create_map(*pairs).alias("m"))
+
+
+def _collect(parts: list[DataFrame]) -> RuleCounts:
+    """Run the count rows of ``parts`` as one job; rules broken by no row are left out."""
+    counts: RuleCounts = {}
+    for row in reduce(DataFrame.unionByName, parts).collect():
+        for key, value in row["m"].items():
+            kind, _, rule = key.partition(":")
+            if kind == "rule" and not value:
+                continue
+            counts[(row["input"], kind, rule or None)] = (int(value), None)
+    return counts
+
+
+def _candidate_counts(cands: DataFrame, cap: int | None) -> DataFrame:
+    """Rows read, row rules and ``too_many_candidates`` (rows per request list) of the candidates."""
+    sums = _row_rule_sums(cands)
+    lists = cands.groupBy(*REQUEST_LIST).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums])
+    items = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
+    if cap is not None:
+        too_many = F.col("__v_rid").isNotNull() & (F.col("__v_n") > cap)
+        items.append(("rule:too_many_candidates", F.sum(F.when(too_many, F.col("__v_n")))))
+    return _count_row("candidates", lists, items)
+
+
+def _judgment_counts(judgs: DataFrame) -> DataFrame:
+    """Rows read, row rules, ``judgment_conflict`` and identical duplicates (rows per judged pair)."""
+    sums = _row_rule_sums(judgs)
+    pairs = judgs.groupBy(*JUDGED_PAIR).agg(
+        F.count(F.lit(1)).alias("__v_n"),
+        F.count("__v_grade").alias("__v_n_graded"),
+        F.min("__v_grade").alias("__v_min"),
+        F.max("__v_grade").alias("__v_max"),
+        *[c.alias(n) for n, c in sums],
+    )
+    n = F.col("__v_n")
+    keyed = F.col("__v_rid").isNotNull() & F.col("__v_did").isNotNull()
+    is_conflict = keyed & conflict(n, F.col("__v_n_graded"), F.col("__v_min"), F.col("__v_max"))
+    items = (
+        [("read", F.sum(n)), ("rule:judgment_conflict", F.sum(F.when(is_conflict, n)))]
+        + [(f"rule:{r}", F.sum(r)) for r, _ in sums]
+        + [("merged", F.sum(F.when(keyed & ~is_conflict & (n > 1), n - 1)))]
+    )
+    return _count_row("judgments", pairs, items)
+
+
+def _rows_in_repeats(sorted_values: Column) -> Column:
+    """How many elements of a sorted array equal a neighbour (belong to a value present twice or more)."""
+
+    def repeated(x: Column, i: Column) -> Column:
+        before = (i > 0) & (x == F.try_element_at(sorted_values, F.greatest(i, F.lit(1))))
+        after = x == F.try_element_at(sorted_values, i + 2)
+        return F.coalesce(before, F.lit(False)) | F.coalesce(after, F.lit(False))
+
+    return F.size(F.filter(sorted_values, repeated))
+
+
+def _repeat_counts(cands: DataFrame, contract: Contract) -> DataFrame:
+    """``doc_repeated`` and ``position_repeated`` from each request list's sorted doc ids and positions."""
+    by_position = contract.order == "position"
+    positions = F.array_sort(F.collect_list(F.when(valid_position(), F.col("__v_pos")))).alias("__v_positions")
+    listed = cands.filter(F.col("__v_rid").isNotNull()).groupBy(*REQUEST_LIST).agg(
+        F.array_sort(F.collect_list("__v_did")).alias("__v_docs"), *([positions] if by_position else [])
+    )
+    items = [("rule:doc_repeated", F.sum(_rows_in_repeats(F.col("__v_docs"))))]
+    if by_position:
+        items.append(("rule:position_repeated", F.sum(_rows_in_repeats(F.col("__v_positions")))))
+    return _count_row("candidates", listed, items)
+
+
+def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: ValidationSpec) -> RuleCounts:
+    """Count every rule's rows with hash aggregations only (no windows, no examples): the fast check
+    of the all-``error`` handling. Same keys as :func:`count_flagged_rows`.
+
+    Job 1 counts rows per request list (the skew guard), per judged (request, doc) and the row rules;
+    job 2 — only when no request list is too long, so no list is ever held whole — collects each
+    list's doc ids and positions to count repeats.
+    """
+    cands = rows["candidates"][1]
+    parts = [_candidate_counts(cands, spec.max_candidates_per_request)]
+    if "judgments" in rows:
+        parts.append(_judgment_counts(rows["judgments"][1]))
+    if "attributes" in rows:
+        attrs = rows["attributes"][1]
+        items = [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in _row_rule_sums(attrs)]
+        parts.append(_count_row("attributes", attrs, items))
+    counts = _collect(parts)
+    if counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0:
+        counts.update(_collect([_repeat_counts(cands, contract)]))
+    return counts
+
+
+_ENTRY = "struct<kind:string,rule:string>"
+
+
+def _entries() -> Column:
+    """A flagged row's count entries: ``read``, ``quarantined`` or ``merged``, one ``rule`` per rule broken."""
+    none = F.lit(None).cast("string").alias("rule")
+    fixed = F.array(
+        F.struct(F.lit("read").alias("kind"), none),
+        F.when(F.col("__v_q"), F.struct(F.lit("quarantined").alias("kind"), rule_name(F.col("__v_reason")).alias("rule"))),
+        F.when(F.col("__v_dup") & ~F.col("__v_q"), F.struct(F.lit("merged").alias("kind"), none)),
+    ).cast(f"array<{_ENTRY}>")
+    own = F.transform(F.col("__v_rules"), lambda r: F.struct(F.lit("rule").alias("kind"), r.alias("rule")))
+    return F.concat(F.array_compact(fixed), own.cast(f"array<{_ENTRY}>"))
+
+
+def count_flagged_rows(flagged: FlaggedInputs) -> RuleCounts:
+    """One job: rows read, rows per broken rule (with an example), quarantined rows per reason, duplicates.
+
+    Keys are ``(input, kind, rule)`` with kind ``read`` | ``rule`` | ``quarantined`` | ``merged``.
+    """
+    parts = [
+        df.select(
+            F.lit(name).alias("input"),
+            F.explode(_entries()).alias("e"),
+            F.when(F.size("__v_rules") > 0, table.json_row()).alias("example"),
+        )
+        for name, (table, df) in flagged.items()
+    ]
+    rows = (
+        reduce(DataFrame.unionByName, parts)
+        .groupBy("input", F.col("e.kind").alias("kind"), F.col("e.rule").alias("rule"))
+        .agg(F.count(F.lit(1)).alias("n"), F.min(F.when(F.col("e.kind") == "rule", F.col("example"))).alias("example"))
+        .collect()
+    )
+    return {(r["input"], r["kind"], r["rule"]): (r["n"], r["example"]) for r in rows}
+
+
+__all__ = ["count_flagged_rows", "detect_rule_counts"]
