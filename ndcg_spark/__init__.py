@@ -37,9 +37,9 @@ _EXPORTS = {
     "validate_inputs": "ndcg_spark.validation.validate",
     "RowAccounting": "ndcg_spark.validation.accounting",
     "compare": "ndcg_spark.comparison.paired",
-    "pool_summary": "ndcg_spark.comparison.paired",
-    "CompareSpec": "ndcg_spark.comparison.paired",
-    "PoolMismatchError": "ndcg_spark.comparison.paired",
+    "pool_summary": "ndcg_spark.comparison.pools",
+    "CompareSpec": "ndcg_spark.config.compare_spec",
+    "PoolMismatchError": "ndcg_spark.comparison.guard",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -56,7 +56,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config.validation_spec import ValidationSpec
     from ndcg_spark.validation.accounting import RowAccounting
     from ndcg_spark.validation.validate import validate_inputs
-    from ndcg_spark.comparison.paired import CompareSpec, PoolMismatchError, compare, pool_summary
+    from ndcg_spark.comparison.guard import PoolMismatchError
+    from ndcg_spark.comparison.paired import compare
+    from ndcg_spark.comparison.pools import pool_summary
+    from ndcg_spark.config.compare_spec import CompareSpec
 
 
 def __getattr__(name: str) -> Any:

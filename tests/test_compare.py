@@ -2,8 +2,7 @@
 statistics checked by seeded simulation (null: p-values roughly uniform; real improvement: small).
 
 Float tolerances: hand-computed values to 1e-12 (they are a handful of float operations);
-repeated runs to a relative 1e-12 (sums of doubles may be added in another order on another
-layout; counts, p-values and labels must be identical).
+repeated runs on another layout bit for bit (every sum of the comparison is exact).
 """
 
 from __future__ import annotations
@@ -14,20 +13,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from chispa import assert_df_equality
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark import Attributes, Contract, score_requests
-from ndcg_spark.comparison.paired import (
-    COMPARISON_COLUMNS,
-    CompareSpec,
-    PoolMismatchError,
-    Side,
-    compare,
-    format_comparison,
-    pool_summary,
-)
+from ndcg_spark.comparison.columns import COMPARISON_COLUMNS
+from ndcg_spark.comparison.guard import PoolMismatchError
+from ndcg_spark.comparison.paired import compare
+from ndcg_spark.comparison.pools import pool_summary
+from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.report.text import format_comparison
 
 EPS = 1e-12
 LOG2_3 = math.log2(3)
@@ -405,36 +402,26 @@ def test_a_real_improvement_gives_small_p_values(simulation) -> None:
     assert simulation["all"]["p_value_macro"] == pytest.approx(1 / (R + 1), abs=EPS)
 
 
-def _assert_same_numbers(left: DataFrame, right: DataFrame) -> None:
-    """Equal tables, floats to a relative 1e-12: sums of doubles may be added in another order."""
-    assert left.schema == right.schema
-    a, b = left.collect(), right.collect()
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        for name in left.columns:
-            if isinstance(x[name], float) and isinstance(y[name], float):
-                assert math.isclose(x[name], y[name], rel_tol=EPS, abs_tol=EPS), (name, x[name], y[name])
-            else:
-                assert x[name] == y[name], (name, x[name], y[name])
-
-
-def test_same_seed_same_numbers_whatever_the_layout_other_seed_other_draws(spark) -> None:
+def test_same_seed_same_bits_whatever_the_partitioning_other_seed_other_draws(spark) -> None:
+    """Every sum of the comparison (means, observed and permuted statistics, replicate sums) is an
+    exact fixed-point sum, so the table is the same bits however its inputs are partitioned and
+    shuffled, like the aggregates; another seed draws other replicates, not other means."""
     per_request, pools = _simulated(spark, seed=1)
     per_request = per_request.filter(F.col("dataset") < "null-010")
     spec = CompareSpec("A", "B", replicates=100, permutations=99, seed=9, slices=("dataset",))
-    first = compare(per_request, pools, spec, created_at=CREATED)
+    one = compare(per_request.coalesce(1), pools.coalesce(1), spec, created_at=CREATED)
     previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "5")
     try:
-        again = compare(per_request.repartition(3), pools, spec, created_at=CREATED)
+        many = compare(per_request.repartition(7, "request_id"), pools.repartition(3), spec, created_at=CREATED)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    _assert_same_numbers(first, again)
+    assert_df_equality(one, many)  # exact: bit for bit, not approximately
     other = _rows(compare(per_request, pools, CompareSpec("A", "B", replicates=100, permutations=99, seed=10,
                                                               slices=("dataset",))))
-    same = _rows(first)
+    same = _rows(one)
     assert any(other[key]["delta_macro_ci_low"] != same[key]["delta_macro_ci_low"] for key in same)
-    assert all(other[key]["delta_macro"] == pytest.approx(same[key]["delta_macro"], abs=EPS) for key in same)
+    assert all(other[key]["delta_macro"] == same[key]["delta_macro"] for key in same)
 
 
 # --- the console script ---------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""The pool guard: a reranker comparison only when both sides ranked the same candidates.
+
+One small aggregation over the joined sides decides it (and checks that the pool summary
+belongs to the run); it also reads the largest traffic weight, the scale of the comparison's
+exact weighted sums, so that costs no extra Spark job.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from ndcg_spark.comparison.sides import Sides
+from ndcg_spark.config.compare_spec import CompareSpec
+from ndcg_spark.errors import InputError, NdcgError
+
+__all__ = ["PoolCheck", "PoolMismatchError", "check_pools"]
+
+
+class PoolMismatchError(NdcgError):
+    """A reranker comparison was asked for, but the two sides ranked different candidate pools."""
+
+
+@dataclass(frozen=True)
+class PoolCheck:
+    """What the guard decided, and the scale it read on the way."""
+
+    #: ``reranker`` or ``end_to_end``: what the comparison is
+    kind: str
+    #: the pool versions differ, or a shared request's candidate set does
+    pools_differ: bool
+    #: the largest absolute traffic weight of either side (0.0 when there is none)
+    weight_bound: float
+
+
+def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck:
+    """Decide the comparison's kind from :func:`~ndcg_spark.comparison.sides.join_sides`'s rows.
+
+    Raises
+    ------
+    InputError
+        the pool summary was built under another contract, misses a row of the per-request
+        table or counts another number of candidates; or a weight is NaN or infinite.
+    PoolMismatchError
+        ``spec.kind == 'reranker'`` and the pools differ (in version, or in a shared request's
+        candidate set).
+    """
+    found = _pool_counts(joined)
+    _require_summary_of_the_run(found, sides.contract_fingerprint)
+    weight_bound = found["weight_bound"] if found["weight_bound"] is not None else 0.0
+    if not math.isfinite(weight_bound):
+        raise InputError(
+            "compare: the per-request table has a NaN or infinite weight (rule: weight_invalid); stage 1 "
+            "refuses such weights (is this a per-request table written by stage 1?)"
+        )
+    versions_differ = sides.baseline_pool != sides.candidate_pool
+    pools_differ = versions_differ or found["requests_differ"] > 0
+    if pools_differ and spec.kind == "reranker":
+        raise PoolMismatchError(_refusal(found, spec, sides, versions_differ))
+    kind = "end_to_end" if spec.kind == "end_to_end" or pools_differ else "reranker"
+    return PoolCheck(kind=kind, pools_differ=pools_differ, weight_bound=weight_bound)
+
+
+def _pool_counts(joined: DataFrame) -> Row:
+    """The one aggregation of the guard, to the driver."""
+    baseline_in, candidate_in = F.col("baseline_in"), F.col("candidate_in")
+    no_pool = (baseline_in & F.col("baseline_has_pool").isNull()) | (
+        candidate_in & F.col("candidate_has_pool").isNull()
+    )
+    size_mismatch = (baseline_in & (F.col("baseline_n_pool") != F.col("baseline_n_candidates"))) | (
+        candidate_in & (F.col("candidate_n_pool") != F.col("candidate_n_candidates"))
+    )
+    fingerprint = F.coalesce(F.col("baseline_pool_fingerprint"), F.col("candidate_pool_fingerprint"))
+    return joined.agg(
+        F.count(F.when(no_pool, 1)).alias("no_pool"),
+        F.count(F.when(size_mismatch, 1)).alias("size_mismatch"),
+        F.countDistinct(F.when(F.col("pool_differs"), F.col("request_id"))).alias("requests_differ"),
+        F.countDistinct(F.when(baseline_in & candidate_in, F.col("request_id"))).alias("requests_common"),
+        F.min(F.when(F.col("pool_differs"), F.col("request_id"))).alias("example"),
+        F.array_sort(F.collect_set(fingerprint)).alias("pool_fingerprints"),
+        F.max(F.abs(F.coalesce(F.col("baseline_weight"), F.col("candidate_weight")))).alias("weight_bound"),
+    ).first()
+
+
+def _require_summary_of_the_run(found: Row, fingerprint: str) -> None:
+    if found["pool_fingerprints"] and set(found["pool_fingerprints"]) != {fingerprint}:
+        others = ", ".join(sorted(set(found["pool_fingerprints"]) - {fingerprint}))
+        raise InputError(
+            f"compare: the per-request rows were scored under contract {fingerprint} but the pool summary was "
+            f"built under {others}; build it with the run's contract (did the config change since the run?)"
+        )
+    if found["no_pool"] or found["size_mismatch"]:
+        raise InputError(
+            f"compare: the pool summary does not match the per-request table ({found['no_pool']} row(s) without a "
+            f"pool, {found['size_mismatch']} with another candidate count): build it from the same candidates, "
+            "judgments and contract as the run (did the inputs change since the run?)"
+        )
+
+
+def _refusal(found: Row, spec: CompareSpec, sides: Sides, versions_differ: bool) -> str:
+    reasons = []
+    if versions_differ:
+        reasons.append(f"their pool versions differ ({sides.baseline_pool} vs {sides.candidate_pool})")
+    if found["requests_differ"]:
+        reasons.append(
+            f"{found['requests_differ']:,} of the {found['requests_common']:,} requests they share have different "
+            f"candidate sets (e.g. request {found['example']!r})"
+        )
+    return (
+        f"compare: refusing a reranker comparison of {spec.candidate.describe()} against "
+        f"{spec.baseline.describe()}: {' and '.join(reasons)}. A reranker comparison assumes both ranked the "
+        "same candidates; here a difference in NDCG can come from the pool (what was retrieved) rather than "
+        "from the ranking. Set compare.kind: end_to_end to compare them end to end — NDCG against one "
+        "shared ideal from the judgments, with each side's candidate recall reported — or compare two "
+        "rankings of the same pool."
+    )

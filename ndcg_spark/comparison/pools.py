@@ -1,0 +1,114 @@
+"""What the pool guard needs to know about each side's candidates: :func:`pool_summary`."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.metrics.dcg import dcg
+from ndcg_spark.metrics.gain import gain
+from ndcg_spark.scoring.columns import require_column
+from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
+
+__all__ = ["pool_summary"]
+
+
+def pool_summary(
+    candidates: DataFrame,
+    judgments: DataFrame | None = None,
+    contract: Contract | None = None,
+    *,
+    system: str | None = None,
+    pool_version: str | None = None,
+) -> DataFrame:
+    """What the pool guard needs, per system × pool version × request × K
+    (:data:`~ndcg_spark.comparison.columns.POOL_COLUMNS`).
+
+    Parameters
+    ----------
+    candidates, judgments, contract, system, pool_version : as given to
+        :func:`~ndcg_spark.scoring.score.score_requests` for the run being compared.
+
+    Returns
+    -------
+    DataFrame
+        ``pool_hash`` (``xxhash64`` of the request's doc ids, sorted: equal sets, equal hash),
+        ``n_pool`` (candidate rows; must equal the per-request ``n_candidates``),
+        ``n_known_positive`` (known documents of the request with grade > 0) and ``idcg_known``
+        (IDCG@K of every known judged document: the shared ideal of an end-to-end comparison).
+        The *known* judgments are the judgments table; for a pre-joined candidates table (no
+        judgments table) they are the judged candidates of every system and pool pooled together
+        (a document's highest grade), the classic pooled-judgments view. The positives *in* a pool
+        are the per-request table's ``n_positive``; candidates and judgments are not joined here.
+
+    Examples
+    --------
+    Request ``q1`` has a judged positive ``z`` that no system retrieved: it counts among the
+    known positives and in the shared ideal (gains 7, 3, 1), whatever each pool holds.
+
+    >>> cands = spark.createDataFrame([("q1", "a", "A", 1), ("q1", "b", "A", 2), ("q1", "a", "B", 1)],
+    ...                               "request_id string, doc_id string, system string, position int")
+    >>> judgments = spark.createDataFrame([("q1", "a", 1.0), ("q1", "b", 0.0), ("q1", "z", 3.0), ("q1", "y", 2.0)],
+    ...                                   "request_id string, doc_id string, grade double")
+    >>> summary = pool_summary(cands, judgments, Contract(k=[3]))
+    >>> summary.select("system", "n_pool", "n_known_positive", F.round("idcg_known", 4).alias("idcg_known")).orderBy(
+    ...     "system").show()
+    +------+------+----------------+----------+
+    |system|n_pool|n_known_positive|idcg_known|
+    +------+------+----------------+----------+
+    |     A|     2|               3|    9.3928|
+    |     B|     1|               3|    9.3928|
+    +------+------+----------------+----------+
+    <BLANKLINE>
+    """
+    contract = (contract or Contract()).resolve(candidates.columns)
+    cols = contract.columns
+    require_column(candidates, cols.request_id, "request_id", "candidates")
+    require_column(candidates, cols.doc_id, "doc_id", "candidates")
+    if judgments is None:
+        require_column(candidates, cols.grade, "grade", "candidates (no judgments table given)", numeric=True)
+    rows = candidates.select(
+        *request_keys(candidates, contract, system, pool_version),
+        F.col(cols.doc_id).cast("string").alias("doc_id"),
+        *([F.col(cols.grade).cast("double").alias("grade")] if judgments is None else []),
+    )
+    known = _known_judgments(rows if judgments is None else prepare_judgments(judgments, contract), contract)
+    pools = rows.groupBy("system", "pool_version", "request_id").agg(
+        F.xxhash64(F.array_sort(F.collect_list(F.coalesce(F.col("doc_id"), F.lit(""))))).alias("pool_hash"),
+        F.count(F.lit(1)).alias("n_pool"),
+    )
+    per_k = F.array(*[F.struct(F.lit(k).alias("k"), dcg(F.col("ideal"), k).alias("idcg_known")) for k in contract.k])
+    return (
+        pools.join(known, "request_id", "left")
+        .withColumn("n_known_positive", F.coalesce(F.col("n_known_positive"), F.lit(0)).cast("long"))
+        .withColumn("ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>")))
+        .select("*", F.explode(per_k).alias("m"))
+        .select(
+            "system",
+            "pool_version",
+            "request_id",
+            "m.k",
+            "pool_hash",
+            "n_pool",
+            "n_known_positive",
+            "m.idcg_known",
+            F.lit(contract.fingerprint).alias("contract_fingerprint"),
+        )
+    )
+
+
+def _known_judgments(judged: DataFrame, contract: Contract) -> DataFrame:
+    """Per request: the known positives and the ideal gains (every judged document once, at its
+    highest grade, sorted descending)."""
+    return (
+        judged.select("request_id", "doc_id", "grade")
+        .filter(F.col("grade").isNotNull() & F.col("request_id").isNotNull())
+        .groupBy("request_id", "doc_id")
+        .agg(F.max("grade").alias("grade"))
+        .groupBy("request_id")
+        .agg(
+            F.count(F.when(F.col("grade") > 0, True)).alias("n_known_positive"),
+            F.sort_array(F.collect_list(gain(F.col("grade"), contract.gain)), asc=False).alias("ideal"),
+        )
+    )

@@ -1,0 +1,147 @@
+"""The paired bootstrap interval and the sign-flip test of a comparison, from exact replicate sums.
+
+Each paired request is expanded once into ``max(replicates, permutations)`` replicates
+(:func:`~ndcg_spark.metrics.resampling.expand_replicates`), carrying its deltas at every K side
+by side, with its Poisson count (bootstrap) and its sign (sign-flip test) -- pure functions of
+``(seed, replicate, request_id)``. The sums of a replicate are exact fixed-point sums
+(:class:`~ndcg_spark.metrics.exact.FixedPoint`), taken per finest slice cell and rolled up to every
+slice (:func:`~ndcg_spark.metrics.slices.roll_up`), so the expansion is repeated neither per K nor
+per slice dimension, and the intervals and p-values are the same bits under any partitioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.compare_spec import CompareSpec
+from ndcg_spark.frames import join_null_safe
+from ndcg_spark.metrics.exact import FixedPoint
+from ndcg_spark.metrics.resampling import expand_replicates
+from ndcg_spark.metrics.slices import percentile_interval, roll_up
+
+__all__ = ["EXTREME_TOLERANCE", "RESAMPLED_COLUMNS", "UNIT_SUM", "resampled_statistics"]
+
+# A permuted statistic counts as "at least as extreme" when |T*| >= |T| - EXTREME_TOLERANCE * sum|d|:
+# T and T* are sums of the same |d_i| with signs; exact sums make T* of the all-plus signs equal T.
+EXTREME_TOLERANCE = 1e-9
+
+#: NDCG, deltas and recall all lie in [-1, 1]: the scale of their exact sums
+UNIT_SUM = FixedPoint.for_bound(1.0)
+
+#: what :func:`resampled_statistics` adds per slice × K
+RESAMPLED_COLUMNS = ("macro_interval", "weighted_interval", "macro_extremes", "weighted_extremes")
+
+_GROUP = ("slice_dimension", "slice_value", "k")
+
+
+def resampled_statistics(
+    rows: DataFrame,
+    point: DataFrame,
+    spec: CompareSpec,
+    slices: Sequence[str],
+    ks: Sequence[int],
+    weight_sum: FixedPoint,
+) -> DataFrame:
+    """Per slice × K: the percentile intervals of both mean deltas and the number of sign flips
+    at least as extreme as the observed statistics (:data:`RESAMPLED_COLUMNS`).
+
+    Parameters
+    ----------
+    rows : per request × K (``request_id, k, weight, paired, delta`` and slice ``i`` as ``slice_i``).
+    point : the point estimates per slice × K, with the observed statistics ``observed_macro``
+        (sum of the deltas), ``observed_weighted`` (of weight × delta) and their scales
+        ``scale_macro`` and ``scale_weighted`` (sums of the absolute values).
+    spec : ``replicates`` bootstrap replicates, ``permutations`` sign flips, the ``seed``, the level.
+    slices : the slice dimensions, in the order of the ``slice_i`` columns.
+    ks : every K of the comparison.
+    weight_sum : the scale of the weighted sums (from the largest weight).
+    """
+    per_replicate = _replicate_sums(rows, spec, slices, ks, weight_sum)
+    observed = point.select(*_GROUP, "observed_macro", "observed_weighted", "scale_macro", "scale_weighted")
+    statistics = []
+    if spec.replicates:
+        within = F.col("replicate") <= spec.replicates
+        macro = F.col("drawn_scored")
+        macro_mean = F.when(within & (macro > 0), UNIT_SUM.value("drawn_delta") / macro)
+        weight = weight_sum.value("drawn_weight")
+        weighted_mean = F.when(within & (weight > 0), weight_sum.value("drawn_weighted_delta") / weight)
+        statistics += [percentile_interval(macro_mean, spec.ci_level).alias("macro_interval"),
+                       percentile_interval(weighted_mean, spec.ci_level).alias("weighted_interval")]
+    if spec.permutations:
+        statistics += [
+            _extremes(UNIT_SUM.value("flipped_delta"), "observed_macro", "scale_macro", spec).alias("macro_extremes"),
+            _extremes(weight_sum.value("flipped_weighted_delta"), "observed_weighted", "scale_weighted", spec).alias(
+                "weighted_extremes"
+            ),
+        ]
+    found = join_null_safe(per_replicate, observed, _GROUP).groupBy(*_GROUP).agg(*statistics)
+    return found.select(*_GROUP, *[
+        F.col(name) if name in found.columns else F.lit(None).alias(name) for name in RESAMPLED_COLUMNS
+    ])
+
+
+def _extremes(flipped: Column, observed: str, scale: str, spec: CompareSpec) -> Column:
+    """How many sign flips give a statistic at least as far from 0 as the observed one."""
+    extreme = F.abs(flipped) >= F.abs(F.col(observed)) - F.lit(EXTREME_TOLERANCE) * F.col(scale)
+    return F.count(F.when((F.col("replicate") <= spec.permutations) & extreme, True))
+
+
+def _request_terms(rows: DataFrame, n_slices: int, ks: Sequence[int], weight_sum: FixedPoint) -> DataFrame:
+    """One row per paired request: per K (index ``i``) whether it is scored there and its
+    fixed-point delta, weight and weighted delta."""
+    slice_cols = [f"slice_{i}" for i in range(n_slices)]
+    by_request = (
+        rows.filter(F.col("paired"))
+        .groupBy("request_id", *slice_cols)
+        .agg(F.max("weight").alias("weight"),
+             *[F.max(F.when(F.col("k") == k, F.col("delta"))).alias(f"delta_{i}") for i, k in enumerate(ks)])
+    )
+    weight, terms = F.col("weight"), []
+    for i in range(len(ks)):
+        delta = F.col(f"delta_{i}")
+        terms += [
+            F.when(delta.isNotNull(), F.lit(1)).alias(f"scored_{i}"),
+            *UNIT_SUM.parts(delta, f"delta_{i}"),
+            *weight_sum.parts(F.when(delta.isNotNull(), weight), f"weight_{i}"),
+            *weight_sum.parts(weight * delta, f"weighted_delta_{i}"),
+        ]
+    return by_request.select("request_id", *slice_cols, *terms)
+
+
+def _replicate_sums(
+    rows: DataFrame, spec: CompareSpec, slices: Sequence[str], ks: Sequence[int], weight_sum: FixedPoint
+) -> DataFrame:
+    """Per slice × K × replicate: the exact bootstrap sums (``drawn_*``) and sign-flip sums (``flipped_*``)."""
+    slice_cols = [f"slice_{i}" for i in range(len(slices))]
+    expanded = expand_replicates(
+        _request_terms(rows, len(slices), ks, weight_sum), F.col("request_id"), spec.seed,
+        bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate", count="draws", sign="sign",
+    )
+    names = list(_sums_at(0, spec))
+    sums = {f"k{i}_{name}": total for i in range(len(ks)) for name, total in _sums_at(i, spec).items()}
+    rolled = roll_up(expanded, ["replicate"], slices, slice_cols, sums)
+    per_k = [F.struct(F.lit(k).alias("k"), *[F.col(f"k{i}_{name}").alias(name) for name in names])
+             for i, k in enumerate(ks)]
+    at_k = F.explode(F.array(*per_k)).alias("at_k")
+    return rolled.select("slice_dimension", "slice_value", "replicate", at_k).select(
+        "slice_dimension", "slice_value", "at_k.*", "replicate"
+    )
+
+
+def _sums_at(i: int, spec: CompareSpec) -> dict[str, Column]:
+    """The replicate sums of the K of index ``i``, over the terms of :func:`_request_terms`."""
+    sums: dict[str, Column] = {}
+    if spec.replicates:
+        draws = F.col("draws")
+        sums["drawn_scored"] = F.sum(draws * F.col(f"scored_{i}"))
+        for term in ("delta", "weight", "weighted_delta"):
+            for part, source in zip(FixedPoint.names(f"drawn_{term}"), FixedPoint.names(f"{term}_{i}")):
+                sums[part] = F.sum(draws * F.col(source))
+    if spec.permutations:
+        for term in ("delta", "weighted_delta"):
+            for part, source in zip(FixedPoint.names(f"flipped_{term}"), FixedPoint.names(f"{term}_{i}")):
+                sums[part] = F.sum(F.col("sign") * F.col(source))
+    return sums
