@@ -3,7 +3,8 @@
 What each fenced block of a page is, and how it is checked:
 
 ``python``   doctests, one namespace per page (a page's examples build on each other), against the
-             suite's ``spark`` fixture; ``...`` matches anything, whitespace is normalized.
+             suite's ``spark`` fixture; ``...`` matches anything, whitespace is normalized. On a page
+             with console examples they run after those, in the same checkout (its working folder).
 ``console``  ``$ ndcg-spark …`` and ``$ python -m …`` commands, run in-process, in order, in a
              temporary copy of the checkout (``conf/`` as shipped; relative paths on the command line
              point into the copy). The lines after a command are its expected output: ``…`` matches
@@ -112,7 +113,10 @@ PYTHON_PAGES = [p for p in PAGES if blocks(p, "python")]
 
 
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=_ids(PYTHON_PAGES))
-def test_python_examples_run(spark, page):
+def test_python_examples_run(spark, page, request, monkeypatch):
+    if blocks(page, "console"):  # a page's shell examples after its commands, in the same checkout
+        root, _ = request.getfixturevalue("checkout")
+        monkeypatch.chdir(root)
     test = _page_doctest(page, {"spark": spark})
     report = io.StringIO()
     runner = doctest.DocTestRunner(optionflags=FLAGS)
