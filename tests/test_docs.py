@@ -335,6 +335,16 @@ def test_readme_keeps_the_two_commands_and_its_size():
     assert len(text.splitlines()) <= 250
 
 
+def test_readme_layout_names_what_is_in_the_tree():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = text.split("## Where things are", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    listed = [("ndcg_spark/" if line.startswith("  ") else "") + line.split()[0] for line in layout.splitlines()]
+    assert "ndcg_spark/scoring/" in listed
+    assert not [p for p in listed if not (ROOT / p).exists()], "README's layout lists what is not in the tree"
+    packages = {p.name + "/" for p in (ROOT / "ndcg_spark").iterdir() if (p / "__init__.py").exists()}
+    assert packages <= {p.removeprefix("ndcg_spark/") for p in listed}, "a subpackage is missing from README's layout"
+
+
 # ------------------------------------------------------------------------- names and paths the pages cite
 
 CODE_NAME = re.compile(r"`(ndcg_spark(?:\.\w+)+)")
