@@ -1,65 +1,76 @@
 """Run it where users run it, and break it: spark-submit to a standalone cluster, catalog tables
-read by a separate spark-sql, and faults (failed task, killed executor, killed driver) that must
-neither lose the previous night nor change or duplicate a row.
+read by a separate spark-sql, and faults (a stage failing after the data write, a failed task, a
+killed executor, a killed driver) that must neither lose the previous night nor change or
+duplicate a row.
+
+Everything goes through the console script (``ndcg_spark.cli.main``, in this session or in a
+child process) and the tables as the README documents them (path tables partitioned by
+``run_id``, the run-status table beside the per-request table; a reader keeps the runs whose
+status is ``complete``), so the package's internals can move without touching this file.
 
 Every process a test starts is started in its own process group and killed by PID (and group)
-in a ``finally``. One small sample (``N_REQUESTS``) keeps the JVMs short-lived.
+in a ``finally``. The shared sample (``sample_dir``: 200 requests) keeps the JVMs short-lived.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 from pyspark.sql import functions as F
 
-from ndcg_spark.job.config import JobConfig
-from ndcg_spark.job.io import read_run
+from ndcg_spark.cli import main
 from ndcg_spark.job.packaging import build_pyfiles_zip
-from ndcg_spark.job.stages import score_stage
-from ndcg_spark.job.publish import COMPLETE, RUNNING, publishing, read_published, run_status_target
-from ndcg_spark.sample.generate import write_sample
 
 ROOT = Path(__file__).resolve().parent.parent
-N_REQUESTS = 300
 KEY = ("run_id", "system", "request_id", "k")
 
 
 # ----------------------------------------------------------------------------------- helpers
-def _write_config(path: Path, data: dict[str, str], outputs: str, master: str = "local[2]") -> Path:
-    """A job YAML over the sample ``data``; ``outputs`` is the inside of a YAML flow mapping."""
+def _write_config(path: Path, sample, outputs: dict, **spark: object) -> Path:
+    """A job YAML over the shared sample; relative outputs resolve under ``path``'s folder's parent."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        textwrap.dedent(f"""
-        version: 1
-        contract: {{k: [1, 3, 10]}}
-        inputs:
-          candidates: {{path: {data['candidates']}}}
-          judgments: {{path: {data['judgments']}}}
-        attributes:
-          path: {data['attributes']}
-          weight: weight
-          slices: [equipment_rarity]
-        outputs: {{{outputs}}}
-        spark: {{master: "{master}", shuffle_partitions: 2}}
-        """)
-    )
+    job = {
+        "version": 1,
+        "contract": {"k": [1, 3, 10]},
+        "inputs": {"candidates": {"path": sample.candidates}, "judgments": {"path": sample.judgments}},
+        "attributes": {"path": sample.attributes, "weight": "weight", "slices": ["equipment_rarity"]},
+        "outputs": outputs,
+        "spark": {"master": "local[2]", "shuffle_partitions": 2, **spark},
+    }
+    path.write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
     return path
 
 
-def _run_here(spark, config_path: Path, run_id: str) -> None:
-    """The nightly job's path (publishing around stage 1) in the test session."""
-    config = JobConfig.from_yaml(config_path)
-    with publishing(spark, config, run_id):
-        score_stage(spark, config, run_id)
+PATH_OUTPUTS = {"per_request": {"path": "out/per_request"}}
+
+
+def _score(config: Path, run_id: str) -> None:
+    assert main(["score", "--config", str(config), "--run-id", run_id]) == 0
+
+
+def _table(spark, folder: Path):
+    """A run-partitioned path table, every run."""
+    return spark.read.option("basePath", str(folder)).parquet(str(folder))
+
+
+def _published(spark, out: Path):
+    """The per-request rows of the published runs: the README's reader (status ``complete``)."""
+    complete = _table(spark, out / "run_status").filter(F.col("status") == "complete").select("run_id")
+    return _table(spark, out / "per_request").join(complete.distinct(), "run_id", "left_semi")
+
+
+def _states(spark, out: Path) -> dict[str, str]:
+    return {r.run_id: r.status for r in _table(spark, out / "run_status").collect()}
 
 
 def _rows(df, run_id: str | None = None) -> list[tuple]:
@@ -72,6 +83,10 @@ def _rows(df, run_id: str | None = None) -> list[tuple]:
 
 def _assert_no_duplicates(df) -> None:
     assert df.count() == df.select(*KEY).distinct().count()
+
+
+def _part_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.glob("*.parquet")}
 
 
 def _spawn(cmd: list[str], log: Path, **kw) -> subprocess.Popen:
@@ -107,7 +122,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for(predicate, timeout: float, what: str, poll: float = 0.3):
+def _wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -123,33 +138,24 @@ def _env(**extra: str) -> dict[str, str]:
 
 # ----------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def night(spark, tmp_path_factory):
-    """Sample inputs, and a path-output job with night-1 and night-2 published (the reference).
+def night(spark, sample_dir, tmp_path_factory):
+    """A path-output job with night-1 and night-2 of the sample published (the reference).
 
-    The publishing tests below share this output folder: each one breaks a run of it and must
+    The publishing tests below share its output folder: each one breaks a run of it and must
     leave it, after its re-run, exactly as the fixture made it.
     """
     root = tmp_path_factory.mktemp("night")
-    data = write_sample(spark, root / "data", n_requests=N_REQUESTS, seed=5)
-    config_path = _write_config(root / "job" / "conf" / "job.yaml", data, "per_request: {path: out/per_request}")
-    _run_here(spark, config_path, "night-1")
-    _run_here(spark, config_path, "night-2")
-    config = JobConfig.from_yaml(config_path)
-    table = read_run(spark, config.per_request)
+    config = _write_config(root / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS)
+    _score(config, "night-1")
+    _score(config, "night-2")
+    out = root / "out"
+    table = _table(spark, out / "per_request")
     reference = _rows(table, "night-2")
-    assert reference and _rows(table, "night-1") == reference  # same inputs, same contract
+    assert len(reference) == sample_dir.n_requests * 2 * 3  # requests x systems x K
+    assert _rows(table, "night-1") == reference  # same inputs, same contract
     _assert_no_duplicates(table)
-    return root, data, config_path, reference
-
-
-def _published(spark, config_path: Path):
-    config = JobConfig.from_yaml(config_path)
-    return read_published(spark, config.per_request, run_status_target(config))
-
-
-def _states(spark, config_path: Path) -> dict[str, str]:
-    status = run_status_target(JobConfig.from_yaml(config_path))
-    return {r.run_id: r.status for r in read_run(spark, status).collect()}
+    assert _states(spark, out) == {"night-1": "complete", "night-2": "complete"}
+    return root, config, reference
 
 
 # ----------------------------------------------------------------------------------- packaging
@@ -158,7 +164,8 @@ def test_packaging_zip_is_importable_alone_and_reproducible(tmp_path):
     second = build_pyfiles_zip(tmp_path / "b" / "ndcg_spark.zip")
     assert first.read_bytes() == second.read_bytes()
     # -S: no site-packages, so ndcg_spark and yaml can only come from the zip
-    code = f"import sys; sys.path.insert(0, {str(first)!r}); import ndcg_spark, yaml; print(ndcg_spark.__file__, yaml.__file__)"
+    code = (f"import sys; sys.path.insert(0, {str(first)!r}); import ndcg_spark, yaml; "
+            "print(ndcg_spark.__file__, yaml.__file__)")
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(str(first)) == 2
@@ -166,164 +173,155 @@ def test_packaging_zip_is_importable_alone_and_reproducible(tmp_path):
 
 # ----------------------------------------------------------------------------------- publishing
 def test_same_night_twice_gives_identical_tables_row_for_row(spark, night):
-    root, data, config_path, reference = night
-    before = _rows(_published(spark, config_path))
-    _run_here(spark, config_path, "night-2")  # the same night again
-    after = _published(spark, config_path)
-    assert _rows(after) == before
-    assert _rows(after, "night-2") == reference
-    _assert_no_duplicates(after)
-    assert _states(spark, config_path) == {"night-1": COMPLETE, "night-2": COMPLETE}
-
-
-def test_failure_between_data_write_and_publish_hides_the_run_and_rerun_restores_it(spark, night, monkeypatch):
-    root, data, config_path, reference = night
-    config = JobConfig.from_yaml(config_path)
-    import ndcg_spark.job.publish as publish
-
-    real_mark = publish.mark_run
-
-    def crash_before_complete(spark_, target, run_id, state):
-        if state == COMPLETE:
-            raise RuntimeError("driver lost between the data write and the status write")
-        real_mark(spark_, target, run_id, state)
-
-    monkeypatch.setattr(publish, "mark_run", crash_before_complete)
-    with pytest.raises(RuntimeError, match="driver lost"):
-        _run_here(spark, config_path, "night-2")
-    monkeypatch.undo()
-
-    assert read_run(spark, config.per_request, "night-2").count() > 0, "the data write did happen"
-    published = _published(spark, config_path)
-    assert published.filter(F.col("run_id") == "night-2").count() == 0
-    assert _rows(published, "night-1") == reference
-    assert _states(spark, config_path) == {"night-1": COMPLETE, "night-2": RUNNING}
-
-    _run_here(spark, config_path, "night-2")
-    published = _published(spark, config_path)
+    root, config, reference = night
+    out = root / "out"
+    before_files = _part_files(out / "per_request" / "run_id=night-2")
+    _score(config, "night-2")  # the same night again
+    published = _published(spark, out)
+    assert _part_files(out / "per_request" / "run_id=night-2").isdisjoint(before_files), "night-2 was rewritten"
     assert _rows(published, "night-2") == reference and _rows(published, "night-1") == reference
     _assert_no_duplicates(published)
+    assert _states(spark, out) == {"night-1": "complete", "night-2": "complete"}
 
 
-_KILL_MID_WRITE = """
-import sys, time, pathlib
+def test_a_stage_failing_after_the_data_write_hides_the_run_and_a_rerun_restores_it(spark, sample_dir, night, capsys):
+    """``run`` writes stage 1's table, then stage 2 fails writing (a file stands where its table
+    should be): the run stays 'running', so no reader sees it, and the night before is intact."""
+    root, config, reference = night
+    out = root / "out"
+    blocker = root / "not-a-folder"
+    blocker.write_text("stage 2 cannot write its table here", encoding="utf-8")
+    failing = _write_config(  # beside the night's YAML: the same outputs, and stage 2 into the file
+        root / "conf" / "failing.yaml", sample_dir,
+        {**PATH_OUTPUTS, "aggregate": {"path": str(blocker)}, "run_metadata": {"path": "out/run_metadata"}},
+    )
+    before_files = _part_files(out / "per_request" / "run_id=night-2")
+    capsys.readouterr()
+    assert main(["run", "--config", str(failing), "--run-id", "night-2"]) == 2
+    err = capsys.readouterr().err
+    assert "ndcg-spark run: failed." in err and "Traceback" not in err
+
+    after_files = _part_files(out / "per_request" / "run_id=night-2")
+    assert after_files and after_files.isdisjoint(before_files), "stage 1 did write night-2 again"
+    published = _published(spark, out)
+    assert published.filter(F.col("run_id") == "night-2").count() == 0
+    assert _rows(published, "night-1") == reference
+    assert _states(spark, out) == {"night-1": "complete", "night-2": "running"}
+
+    _score(config, "night-2")
+    published = _published(spark, out)
+    assert _rows(published, "night-2") == reference and _rows(published, "night-1") == reference
+    _assert_no_duplicates(_table(spark, out / "per_request"))
+    assert _states(spark, out) == {"night-1": "complete", "night-2": "complete"}
+
+
+# The console script in a child process, with the per-request table's write broken on purpose:
+# every module of the package that bound the public ``ndcg_spark.score_requests`` gets a version
+# whose rows pass a Python UDF that, in partition 0, either stalls (``stall``: the test kills the
+# driver mid-write) or fails its first attempt (``flaky``: Spark retries it under local[2,3]).
+_INJECTED_CLI = '''
+import importlib, pathlib, pkgutil, sys, time
 from pyspark import TaskContext
 from pyspark.sql import functions as F
-import ndcg_spark.job.stages as pipeline
-from ndcg_spark.job.config import JobConfig
-from ndcg_spark.job.publish import publishing
-from ndcg_spark.job.session import build_session
+from pyspark.sql.types import BooleanType
+import ndcg_spark
+from ndcg_spark.cli import main
 
-config_path, run_id, marker = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-spark = build_session(master="local[2]", shuffle_partitions=2)
-config = JobConfig.from_yaml(config_path)
+mode, marker = sys.argv[1], pathlib.Path(sys.argv[2])
+original = ndcg_spark.score_requests
 
-def stall(x):
-    # the per-request write's partition 0 tells the test it is writing, then waits to be killed
-    if TaskContext.get().partitionId() == 0:
-        marker.write_text("writing")
-        time.sleep(600)
+def partition_zero(_):
+    ctx = TaskContext.get()
+    if ctx.partitionId() == 0:
+        if mode == "stall":
+            marker.write_text("writing")
+            time.sleep(600)
+        elif ctx.attemptNumber() == 0:
+            with open(marker, "a") as fh:
+                fh.write(f"stage {ctx.stageId()} task {ctx.taskAttemptId()} attempt 0 failed\\n")
+            raise RuntimeError("injected failure of a first task attempt")
     return True
 
-stall_udf = F.udf(stall, "boolean").asNondeterministic()
-real_write = pipeline.write_run_partitioned
+broken = F.udf(partition_zero, BooleanType()).asNondeterministic()  # no session yet: no DDL string
 
-def write(df, target, *a, **kw):
-    if target == config.per_request:
-        df = df.filter(stall_udf(F.lit(1)))
-    return real_write(df, target, *a, **kw)
+def score_requests(*args, **kwargs):
+    return original(*args, **kwargs).filter(broken(F.lit(1)))
 
-pipeline.write_run_partitioned = write
-with publishing(spark, config, run_id):
-    pipeline.score_stage(spark, config, run_id)
-print("UNEXPECTED: finished")
-"""
+for info in pkgutil.walk_packages(ndcg_spark.__path__, "ndcg_spark."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+patched = 0
+for name, module in list(sys.modules.items()):
+    if name.startswith("ndcg_spark"):
+        for attr, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attr, score_requests)
+                patched += 1
+assert patched, "nothing bound ndcg_spark.score_requests"
+status = main(sys.argv[3:])
+print("UNEXPECTED: finished" if mode == "stall" else f"exit {status}")
+sys.exit(status)
+'''
+
+
+def _injected_cli(tmp_path: Path, mode: str, marker: Path, *args: str) -> list[str]:
+    script = tmp_path / "injected_cli.py"
+    script.write_text(_INJECTED_CLI, encoding="utf-8")
+    return [sys.executable, str(script), mode, str(marker), *args]
 
 
 @pytest.mark.slow
-def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spark, night, tmp_path):
-    root, data, config_path, reference = night
-    config = JobConfig.from_yaml(config_path)
-    script = tmp_path / "kill_mid_write.py"
-    script.write_text(_KILL_MID_WRITE)
-    marker = tmp_path / "writing"
-    log = tmp_path / "driver.log"
+def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spark, sample_dir, night, tmp_path):
+    root, config, reference = night
+    out = root / "out"
+    # beside the night's YAML (same outputs); the write keeps its 2 tasks, so one finishes its file
+    killed = _write_config(root / "conf" / "killed.yaml", sample_dir, PATH_OUTPUTS,
+                           conf={"spark.sql.adaptive.coalescePartitions.enabled": "false"})
+    marker, log = tmp_path / "writing", tmp_path / "driver.log"
     proc = None
     try:
-        proc = _spawn([sys.executable, str(script), str(config_path), "night-2", str(marker)], log, env=_env(), cwd=tmp_path)
+        proc = _spawn(_injected_cli(tmp_path, "stall", marker, "score", "--config", str(killed), "--run-id", "night-2"),
+                      log, env=_env(), cwd=tmp_path)
         _wait_for(lambda: marker.exists() or proc.poll() is not None, 300, "the per-request write to start")
         assert proc.poll() is None, log.read_text()[-3000:]
-        time.sleep(1.0)  # let the other write task finish its file
+        # mid-write: the job's staging folder exists and the other task's file is in it
+        staged = _wait_for(lambda: [p for p in (out / "per_request").glob(".spark-staging-*/**/*.parquet")], 60,
+                           "the other write task's file")
+        assert staged
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, at once
         proc.wait(timeout=30)
     finally:
         _stop(proc)
     assert "UNEXPECTED" not in log.read_text()
 
-    published = _published(spark, config_path)
+    published = _published(spark, out)
     # night-2 was being replaced: hidden (status 'running'), never half-shown; night-1 intact
     assert published.filter(F.col("run_id") == "night-2").count() == 0
     assert _rows(published, "night-1") == reference
-    assert _states(spark, config_path) == {"night-1": COMPLETE, "night-2": RUNNING}
+    assert _states(spark, out) == {"night-1": "complete", "night-2": "running"}
 
-    _run_here(spark, config_path, "night-2")
-    published = _published(spark, config_path)
+    _score(config, "night-2")
+    published = _published(spark, out)
     assert _rows(published, "night-2") == reference and _rows(published, "night-1") == reference
-    _assert_no_duplicates(read_run(spark, config.per_request))
-
-
-# ----------------------------------------------------------------------------------- task retry
-_FLAKY_TASK = """
-import sys, pathlib
-from pyspark import TaskContext
-from pyspark.sql import functions as F
-import ndcg_spark.job.stages as pipeline
-from ndcg_spark.job.config import JobConfig
-from ndcg_spark.job.publish import publishing
-from ndcg_spark.job.session import build_session
-
-config_path, run_id, marker = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-spark = build_session(master="local[2,3]", shuffle_partitions=2)  # up to 3 attempts per task
-config = JobConfig.from_yaml(config_path)
-
-def first_attempt_fails(x):
-    ctx = TaskContext.get()
-    if ctx.attemptNumber() == 0 and ctx.partitionId() == 0:
-        with open(marker, "a") as fh:
-            fh.write(f"stage {ctx.stageId()} task {ctx.taskAttemptId()}\\n")
-        raise RuntimeError("injected failure of a first task attempt")
-    return True
-
-flaky = F.udf(first_attempt_fails, "boolean").asNondeterministic()
-real_read = pipeline.read_source
-
-def read_source(spark_, source, role):
-    df = real_read(spark_, source, role)
-    return df.filter(flaky(F.lit(1))) if role == "inputs.candidates" else df
-
-pipeline.read_source = read_source
-with publishing(spark, config, run_id):
-    pipeline.score_stage(spark, config, run_id)
-"""
+    _assert_no_duplicates(_table(spark, out / "per_request"))
 
 
 @pytest.mark.slow
-def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(spark, night, tmp_path):
-    root, data, _, reference = night
-    config_path = _write_config(tmp_path / "conf" / "job.yaml", data, "per_request: {path: out/per_request}")
-    script = tmp_path / "flaky_task.py"
-    script.write_text(_FLAKY_TASK)
-    marker = tmp_path / "failures"
+def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(spark, sample_dir, night, tmp_path):
+    _, _, reference = night
+    config = _write_config(tmp_path / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS, master="local[2,3]")
+    marker, log = tmp_path / "failures", tmp_path / "job.log"
     proc = None
     try:
-        proc = _spawn([sys.executable, str(script), str(config_path), "night-2", str(marker)],
-                      tmp_path / "job.log", env=_env(), cwd=tmp_path)
+        proc = _spawn(_injected_cli(tmp_path, "flaky", marker, "score", "--config", str(config), "--run-id", "night-2"),
+                      log, env=_env(), cwd=tmp_path)
         proc.wait(timeout=400)
     finally:
         _stop(proc)
-    assert proc.returncode == 0, (tmp_path / "job.log").read_text()[-3000:]
-    assert marker.exists() and marker.read_text().strip(), "the injected failure never fired"
-    published = _published(spark, config_path)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    failures = marker.read_text().splitlines() if marker.exists() else []
+    assert failures and all(line.endswith("attempt 0 failed") for line in failures), "the injected failure never fired"
+    published = _published(spark, tmp_path / "out")
     assert _rows(published, "night-2") == reference
     _assert_no_duplicates(published)
 
@@ -336,7 +334,8 @@ def _hive_conf(home: Path) -> list[str]:
     """A Hive metastore on embedded Derby and a warehouse folder, both under ``home``."""
     return [
         "--conf", "spark.sql.catalogImplementation=hive",
-        "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={home}/metastore_db;create=true",
+        "--conf",
+        f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={home}/metastore_db;create=true",
         "--conf", f"spark.sql.warehouse.dir={home}/warehouse",
         "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={home}",
         "--conf", "spark.ui.enabled=false",
@@ -359,12 +358,12 @@ def cluster(tmp_path_factory):
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
+        url = f"spark://127.0.0.1:{port}"
         master = _spawn([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                          "--port", str(port), "--webui-port", str(ui)], home / "master.log", env=env, cwd=home)
-        _wait_for(lambda: "I have been elected leader" in (home / "master.log").read_text() or master.poll() is not None,
-                  120, "the master")
+        _wait_for(lambda: "I have been elected leader" in (home / "master.log").read_text()
+                  or master.poll() is not None, 120, "the master")
         assert master.poll() is None, (home / "master.log").read_text()[-2000:]
-        url = f"spark://127.0.0.1:{port}"
         worker = _spawn([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                          "--port", str(worker_port), "--webui-port", str(worker_ui), "--cores", "1", "--memory", "1g",
                          "--work-dir", str(home / "work"), url], home / "worker.log", env=env, cwd=home)
@@ -393,13 +392,15 @@ def _descendants_of(pid: int) -> list[int]:
     return found
 
 
-def _executors(worker_pid: int) -> list[int]:
-    out = []
+def _executors(worker_pid: int) -> dict[int, tuple[str, str]]:
+    """The worker's executor JVMs: PID -> (application id, executor id), from their command lines."""
+    found = {}
     for pid in _descendants_of(worker_pid):
         with contextlib.suppress(OSError):
-            if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.append(pid)
-    return out
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in args:
+                found[pid] = (args[args.index("--app-id") + 1], args[args.index("--executor-id") + 1])
+    return found
 
 
 def _submit(cluster, config_path: Path, run_id: str, zip_path: Path, log: Path) -> subprocess.Popen:
@@ -423,47 +424,56 @@ ORDER BY p.run_id, p.system, p.k
 
 @pytest.mark.slow
 def test_spark_submit_to_standalone_cluster_survives_a_killed_executor_and_spark_sql_reads_the_tables(
-    spark, night, cluster, tmp_path
+    spark, sample_dir, night, cluster, tmp_path
 ):
-    root, data, _, reference = night
+    _, _, reference = night
     zip_path = build_pyfiles_zip(tmp_path / "dist" / "ndcg_spark.zip")
-    config_path = _write_config(
-        tmp_path / "conf" / "nightly.yaml", data,
-        "per_request: {table: ndcg_it.per_request}, run_status: {table: ndcg_it.run_status}",
+    config_path = _write_config(  # no run_status: the default is <database of per_request>.run_status
+        tmp_path / "conf" / "nightly.yaml", sample_dir, {"per_request": {"table": "ndcg_it.per_request"}},
     )
     # night-2: the executor JVM is killed once it runs tasks; the master starts another one
     worker_pid = cluster["worker"].pid
     work = cluster["home"] / "work"
-    earlier_apps = set(work.glob("app-*"))
-    killed: list[int] = []
+    log = tmp_path / "night-2.log"
+    killed: dict[int, tuple[str, str]] = {}
     started = time.monotonic()
     proc = None
     try:
-        proc = _submit(cluster, config_path, "night-2", zip_path, tmp_path / "night-2.log")
+        proc = _submit(cluster, config_path, "night-2", zip_path, log)
 
         def running_executor():
             if proc.poll() is not None:
                 return -1
-            logs = [p for app in set(work.glob("app-*")) - earlier_apps for p in app.glob("*/stderr")]
-            busy = [p for p in logs if "Running task" in p.read_text(errors="replace")]
-            execs = _executors(worker_pid)
-            return execs[0] if busy and execs else None
+            for pid, (app, executor) in _executors(worker_pid).items():
+                stderr = work / app / executor / "stderr"
+                if stderr.exists() and "Running task" in stderr.read_text(errors="replace"):
+                    return pid, (app, executor)
+            return None
 
-        victim = _wait_for(running_executor, 300, "an executor running tasks")
-        assert victim != -1, (tmp_path / "night-2.log").read_text()[-4000:]
+        found = _wait_for(running_executor, 300, "an executor running tasks")
+        assert found != -1, log.read_text()[-4000:]
+        victim, (app, executor) = found
         os.kill(victim, signal.SIGKILL)
-        killed.append(victim)
+        killed[victim] = (app, executor)
         proc.wait(timeout=600)
     finally:
         _stop(proc)
-    wall_2 = time.monotonic() - started
-    log_2 = (tmp_path / "night-2.log").read_text()
-    assert proc.returncode == 0, log_2[-4000:]
-    assert "run night-2: published" in log_2
-    assert killed
-    print(f"\ncluster job night-2 with executor {killed[0]} killed mid-job: {wall_2:.1f} s wall (spark-submit to exit)")
+    wall = time.monotonic() - started
+    driver_log = log.read_text()
+    assert proc.returncode == 0, driver_log[-4000:]
+    assert "run night-2: published (table ndcg_it.run_status says complete)" in driver_log
+    print(f"\ncluster job night-2, executor {app}/{executor} killed mid-job: {wall:.1f} s wall (spark-submit to exit)")
+    # this executor died of our SIGKILL (exit code 137), not of the application's normal shutdown
+    # (which logs state KILLED for every executor), and the master launched a replacement
+    worker_log = (cluster["home"] / "worker.log").read_text()
     master_log = (cluster["home"] / "master.log").read_text()
-    assert "Removing executor" in master_log or "EXITED" in master_log or "KILLED" in master_log
+    assert re.search(rf"Executor {re.escape(app)}/{executor} finished with state EXITED message Command exited with "
+                     rf"code 137", worker_log), worker_log[-3000:]
+    removed = rf"Removing executor {re.escape(app)}/{executor} because it is EXITED"
+    assert re.search(removed, master_log), master_log[-3000:]
+    replacements = set(re.findall(rf"Launching executor {re.escape(app)}/(\d+) on worker", master_log)) - {executor}
+    assert replacements, master_log[-3000:]
+    assert re.search(rf"Lost executor {executor}\b", driver_log), driver_log[-4000:]
 
     # a separate spark-sql process: the dashboard query, and an export of the published rows
     export = tmp_path / "export"
@@ -478,7 +488,11 @@ def test_spark_submit_to_standalone_cluster_survives_a_killed_executor_and_spark
     )
     assert done.returncode == 0, done.stderr[-4000:]
     lines = [line.split("\t") for line in done.stdout.strip().splitlines() if line.startswith("night-")]
-    assert {(r[0], r[2]) for r in lines} == {("night-2", k) for k in ("1", "3", "10")}
     exported = spark.read.parquet(str(export))
     assert _rows(exported, "night-2") == reference
     _assert_no_duplicates(exported)
+    # the dashboard's numbers are the published rows' numbers
+    expected = {(r.system, str(r.k)): (str(r.n), str(r.scored)) for r in exported.groupBy("system", "k").agg(
+        F.count(F.lit(1)).alias("n"), F.count("ndcg").alias("scored")).collect()}
+    assert {(r[1], r[2]): (r[3], r[4]) for r in lines} == expected
+    assert {r[0] for r in lines} == {"night-2"} and len(lines) == 2 * 3
