@@ -7,17 +7,21 @@ from __future__ import annotations
 import math
 import random
 import textwrap
+from functools import reduce
 
 import pytest
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
-from ndcg_spark.job.config import JobConfig
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.validation_spec import RULES, ValidationSpec
 from ndcg_spark.errors import ContractError, InputError, NdcgError, ValidationError, describe_spark_error
+from ndcg_spark.job.config import JobConfig
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.scoring.score import score_requests
-from ndcg_spark.config.validation_spec import RULES, ValidationSpec
+from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
+from ndcg_spark.validation.inputs import flag_every_rule, flag_row_rules
 from ndcg_spark.validation.validate import validate_inputs
 
 CANDS = "request_id string, doc_id string, system string, position int, score double"
@@ -291,18 +295,18 @@ def test_share_above_the_maximum_fails_anyway(spark):
         validate_inputs(cands, judgs, Contract(k=[3]), spec, attributes=attrs)
 
 
-def test_identical_duplicate_judgments_are_merged_not_errors(spark):
-    cands = spark.createDataFrame(BASE_C, CANDS)
-    judgs = spark.createDataFrame(BASE_J + [BASE_J[0], BASE_J[0]], JUDGS)
-    v = validate_inputs(cands, judgs, Contract(k=[3]))
+def test_identical_duplicate_judgments_are_merged_not_errors(spark, batches):
+    cands, judgs, attrs = _inputs(spark, BASE_C, BASE_J + [BASE_J[0], BASE_J[0]], BASE_A)
+    contract = BATCHES["position"][0]
+    v = validate_inputs(cands, judgs, contract, attributes=attrs)
     assert v.accounting["judgments"].duplicates_merged == 2
     assert v.accounting["judgments"].rows_scored == len(BASE_J) + 2
-    assert sorted(v.judgments.collect()) == sorted(spark.createDataFrame(BASE_J, JUDGS).collect())
+    assert sorted(v.judgments.collect()) == sorted(BASE_J)  # Rows compare equal to tuples
     assert "2 identical duplicate(s) merged" in v.accounting.summary()
-    # and the scores are those of the de-duplicated table (the join would otherwise double a candidate)
-    got = score_requests(v.candidates, v.judgments, v.contract).collect()
-    want = score_requests(cands, spark.createDataFrame(BASE_J, JUDGS), Contract(k=[3])).collect()
-    assert sorted(got) == sorted(want)
+    # and the scores are those of the de-duplicated table (the join would otherwise double a candidate):
+    # the clean base's scores under the same contract, computed once for the position batch
+    got = score_requests(v.candidates, v.judgments, v.contract, attributes=v.attributes).collect()
+    assert sorted(got) == batches["position"]["clean_scores"]
 
 
 def test_unjudged_candidates_are_not_a_rule(spark):
@@ -354,17 +358,24 @@ def _random_dirty(spark, rng, n_requests, raw=False):
     return (cands, judgs, attrs, (c, j, a)) if raw else (cands, judgs, attrs)
 
 
+def _rows_per_input(frames: dict[str, DataFrame]) -> dict[str, int]:
+    """Rows of each DataFrame of ``frames`` (name -> DataFrame), counted in one Spark job."""
+    tagged = [df.select(F.lit(name).alias("input")) for name, df in frames.items()]
+    return dict(reduce(DataFrame.unionByName, tagged).groupBy("input").count().collect())
+
+
 def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
     cands, judgs, attrs, (c, j, a) = _random_dirty(spark, random.Random(20261129), 300, raw=True)
     spec = ValidationSpec(default="quarantine", max_quarantined_share=1.0, max_candidates_per_request=5)
     v = validate_inputs(cands, judgs, Contract(k=[1, 3]), spec, attributes=attrs)
     try:
-        q = v.quarantine
         outputs = {"candidates": v.candidates, "judgments": v.judgments, "attributes": v.attributes.table}
+        quarantined = dict(v.quarantine.groupBy("input").count().collect())
+        passed = _rows_per_input(outputs)
         for name, original in {"candidates": c, "judgments": j, "attributes": a}.items():
             acc = v.accounting[name]
-            n_q = q.filter(F.col("input") == name).count()
-            n_out = outputs[name].count()
+            n_q = quarantined.get(name, 0)
+            n_out = passed.get(name, 0)
             assert acc.rows_read == len(original)
             assert acc.rows_quarantined == n_q > 0
             assert acc.rows_scored == n_out + acc.duplicates_merged
@@ -382,16 +393,13 @@ def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
 def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
     """Under all-'error' handling a count-only detector (no windows) decides; it must agree with
     the row-by-row flags (used for quarantine and for the error message) on every rule."""
-    from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
-    from ndcg_spark.validation.inputs import flag_every_rule, flag_row_rules
-
     cands, judgs, attrs = _random_dirty(spark, random.Random(7), 150)
     contract = Contract(k=[3]).resolve(cands.columns)
     spec = ValidationSpec(max_candidates_per_request=6)
     rows = flag_row_rules(cands, judgs, contract, attrs, None, None)
     detected = {key: n for key, (n, _) in detect_rule_counts(rows, contract, spec).items() if key[1] != "merged"}
-    flagged = {key: n for key, (n, _) in count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)).items()}
-    flagged = {key: n for key, n in flagged.items() if key[1] in ("read", "rule")}
+    flags = count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False))
+    flagged = {key: n for key, (n, _) in flags.items() if key[1] in ("read", "rule")}
     # a list is too long: the detector stops before collecting lists (the row flags then count repeats)
     repeats = {("candidates", "rule", "doc_repeated"), ("candidates", "rule", "position_repeated")}
     assert detected == {key: n for key, n in flagged.items() if key not in repeats}
@@ -399,11 +407,12 @@ def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
         "request_id_missing", "doc_id_missing", "position_invalid", "grade_negative", "grade_not_finite",
         "judgment_conflict", "too_many_candidates",
     }
-    # with no list too long, the second detector job counts repeats too
-    detected = {k: n for k, (n, _) in detect_rule_counts(rows, contract, ValidationSpec(max_candidates_per_request=None)).items()}
-    flagged = count_flagged_rows(flag_every_rule(rows, contract, ValidationSpec(max_candidates_per_request=None), quarantining=False))
+    # with no list too long, the second detector job counts repeats too (the row flags of repeats
+    # do not depend on the skew guard: the flags counted above serve)
+    unguarded = ValidationSpec(max_candidates_per_request=None)
+    detected = {k: n for k, (n, _) in detect_rule_counts(rows, contract, unguarded).items()}
     for rule in ("doc_repeated", "position_repeated"):
-        assert detected[("candidates", "rule", rule)] == flagged[("candidates", "rule", rule)][0] > 0
+        assert detected[("candidates", "rule", rule)] == flagged[("candidates", "rule", rule)] > 0
 
 
 # --------------------------------------------------------------------------- seeded fuzz

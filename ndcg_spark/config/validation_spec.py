@@ -43,7 +43,9 @@ class Rule:
 
 #: Every rule, in the order used to pick a row's primary rule (the first one it breaks).
 RULES: tuple[Rule, ...] = (
-    Rule("k_invalid", "contract", (), "a cutoff K < 1 (rejected by the contract at contract.k before any data is read)"),
+    Rule(
+        "k_invalid", "contract", (), "a cutoff K < 1 (rejected by the contract at contract.k before any data is read)"
+    ),
     Rule("column_missing", "schema", INPUTS, "a column the contract or the job needs is absent"),
     Rule(
         "column_type",
@@ -63,7 +65,9 @@ RULES: tuple[Rule, ...] = (
         ("candidates", "judgments"),
         "grade NaN or infinite, or its gain overflows (exponential gain of a grade above 1023)",
     ),
-    Rule("grade_not_in_gain_table", "row", ("candidates", "judgments"), "a grade the explicit gain table does not list"),
+    Rule(
+        "grade_not_in_gain_table", "row", ("candidates", "judgments"), "a grade the explicit gain table does not list"
+    ),
     Rule(
         "position_invalid",
         "row",
@@ -154,7 +158,8 @@ class ValidationSpec:
         object.__setattr__(self, "max_quarantined_share", float(share))
         cap = self.max_candidates_per_request
         if cap is not None and (not is_int(cap) or cap < 1):
-            raise ContractError("validation.max_candidates_per_request", f"must be an integer >= 1 or null, got {cap!r}")
+            path = "validation.max_candidates_per_request"
+            raise ContractError(path, f"must be an integer >= 1 or null, got {cap!r}")
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "validation") -> ValidationSpec:

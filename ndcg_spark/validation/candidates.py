@@ -89,7 +89,8 @@ def candidate_rows(
     derived[order_column] = order_value
     flags.append(order_flag)
     if with_grade:
-        grade, grade_bad = table.number(cols.grade, "grade", "map it with contract.columns.grade, or give inputs.judgments")
+        hint = "map it with contract.columns.grade, or give inputs.judgments"
+        grade, grade_bad = table.number(cols.grade, "grade", hint)
         flags.extend(grade_flags(grade, grade_bad, contract))
         derived["__v_grade"] = grade
     if with_attributes:
@@ -129,7 +130,8 @@ def candidate_groups(
     df = with_rules(df, group_flags, append=True)
     if list_reason:
         # The first rule any row of the request list (system, pool version, request) breaks.
-        df = df.withColumn("__v_list_first", F.when(has_rid, F.min("__v_first").over(Window.partitionBy(*REQUEST_LIST))))
+        list_first = F.min("__v_first").over(Window.partitionBy(*REQUEST_LIST))
+        df = df.withColumn("__v_list_first", F.when(has_rid, list_first))
     return df
 
 

@@ -46,7 +46,8 @@ def _row_rule_sums(df: DataFrame) -> _Items:
 
 def _count_row(name: str, df: DataFrame, items: _Items) -> DataFrame:
     """One row for input ``name``: a map key -> count, the ``items`` aggregated over ``df``."""
-    totals = df.agg(*[F.coalesce(c.cast("long"), F.lit(0).cast("long")).alias(f"c{i}") for i, (_, c) in enumerate(items)])
+    zero = F.lit(0).cast("long")
+    totals = df.agg(*[F.coalesce(c.cast("long"), zero).alias(f"c{i}") for i, (_, c) in enumerate(items)])
     pairs = [x for i, (key, _) in enumerate(items) for x in (F.lit(key), F.col(f"c{i}"))]
     return totals.select(F.lit(name).alias("input"), F.create_map(*pairs).alias("m"))
 
@@ -147,9 +148,10 @@ _ENTRY = "struct<kind:string,rule:string>"
 def _entries() -> Column:
     """A flagged row's count entries: ``read``, ``quarantined`` or ``merged``, one ``rule`` per rule broken."""
     none = F.lit(None).cast("string").alias("rule")
+    reason = rule_name(F.col("__v_reason")).alias("rule")
     fixed = F.array(
         F.struct(F.lit("read").alias("kind"), none),
-        F.when(F.col("__v_q"), F.struct(F.lit("quarantined").alias("kind"), rule_name(F.col("__v_reason")).alias("rule"))),
+        F.when(F.col("__v_q"), F.struct(F.lit("quarantined").alias("kind"), reason)),
         F.when(F.col("__v_dup") & ~F.col("__v_q"), F.struct(F.lit("merged").alias("kind"), none)),
     ).cast(f"array<{_ENTRY}>")
     own = F.transform(F.col("__v_rules"), lambda r: F.struct(F.lit("rule").alias("kind"), r.alias("rule")))

@@ -10,7 +10,8 @@ version, request) with it; a judgment or attribute row takes its whole request o
 >>> from ndcg_spark.config.validation_spec import ValidationSpec
 >>> cands = spark.createDataFrame([("q1", "a", 1), ("q1", "b", 2), ("q2", "a", 1)],
 ...                               "request_id string, doc_id string, position int")
->>> judgs = spark.createDataFrame([("q1", "a", 1.0), ("q2", "a", -1.0)], "request_id string, doc_id string, grade double")
+>>> judgs = spark.createDataFrame([("q1", "a", 1.0), ("q2", "a", -1.0)],
+...                               "request_id string, doc_id string, grade double")
 >>> contract = Contract(k=[3]).resolve(cands.columns)
 >>> rows = flag_row_rules(cands, judgs, contract)
 >>> flagged = flag_every_rule(rows, contract, ValidationSpec(), quarantining=True)
@@ -96,7 +97,9 @@ def mark(df: DataFrame, requests: DataFrame | None) -> DataFrame:
     return df.withColumn("__v_reason", reason).withColumn("__v_q", F.col("__v_reason").isNotNull())
 
 
-def flag_every_rule(rows: FlaggedInputs, contract: Contract, spec: ValidationSpec, *, quarantining: bool) -> FlaggedInputs:
+def flag_every_rule(
+    rows: FlaggedInputs, contract: Contract, spec: ValidationSpec, *, quarantining: bool
+) -> FlaggedInputs:
     """Every row with every rule it breaks (``__v_rules``) and, with quarantine, why it goes (``__v_q``)."""
     flagged = {name: rows[name][1] for name in ("judgments", "attributes") if name in rows}
     if "judgments" in flagged:

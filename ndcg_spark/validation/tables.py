@@ -16,7 +16,7 @@ columns it is read through (ids as strings, numbers as doubles, numeric strings 
 >>> table.require("doc_id", "doc_id")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ndcg_spark.errors.ValidationError: judgments: missing column 'doc_id' (...); columns present: grade, request_id (rule column_missing)
+ndcg_spark.errors.ValidationError: judgments: missing column 'doc_id' ... (rule column_missing)
 """
 
 from __future__ import annotations

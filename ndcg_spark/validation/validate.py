@@ -1,7 +1,7 @@
 """Dirty inputs: named validation rules, a declared handling per rule, and exact row accounting.
 
-Every input row is checked against the rules of :data:`~ndcg_spark.config.validation_spec.RULES` before anything is scored. Each
-data rule has a declared handling (``validation:`` in the job YAML,
+Every input row is checked against the rules of :data:`~ndcg_spark.config.validation_spec.RULES`
+before anything is scored. Each data rule has a declared handling (``validation:`` in the job YAML,
 :class:`~ndcg_spark.config.validation_spec.ValidationSpec`):
 
 ``error``
