@@ -4,7 +4,7 @@ killed executor, a killed driver) that must neither lose the previous night nor 
 duplicate a row.
 
 Everything goes through the console script (``ndcg_spark.cli.main``, in this session or in a
-child process) and the tables as the README documents them (path tables partitioned by
+child process) and the tables as docs/operations.md documents them (path tables partitioned by
 ``run_id``, the run-status table beside the per-request table; a reader keeps the runs whose
 status is ``complete``), so the package's internals can move without touching this file.
 
@@ -64,7 +64,7 @@ def _table(spark, folder: Path):
 
 
 def _published(spark, out: Path):
-    """The per-request rows of the published runs: the README's reader (status ``complete``)."""
+    """The per-request rows of the published runs: the documented reader (docs/operations.md; status ``complete``)."""
     complete = _table(spark, out / "run_status").filter(F.col("status") == "complete").select("run_id")
     return _table(spark, out / "per_request").join(complete.distinct(), "run_id", "left_semi")
 

@@ -53,7 +53,7 @@ class AggregateSpec:
         bootstrap; cost at most ``B`` x cells x replicates, whatever the number of requests).
         A cell with far fewer requests than ``B`` gets almost one request per group, so small
         slices are resampled request by request either way; a large slice gets ``B``
-        independent units, ample for a percentile interval (see the README, *Intervals*).
+        independent units, ample for a percentile interval (see docs/statistics.md, *The resampling unit: random groups*).
     default_weight : weight of a per-request row whose ``weight`` is null; ``None`` makes a null
         weight an error. (Stage 1 already applies ``attributes.default_weight``, so this only
         matters for per-request tables built by hand.) A negative or NaN weight is always an error.

@@ -10,7 +10,7 @@ aggregate write, leaves some of the run's partitions on disk. So every run goes 
 2. the data writes (every stage);
 3. :func:`mark_run` ``status = 'complete'`` — written *last*, one row.
 
-Readers go through :func:`read_published` (or the SQL in the README), which keeps only the runs
+Readers go through :func:`read_published` (or the SQL in docs/operations.md), which keeps only the runs
 whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
 every other run untouched; re-running the run id replaces it and publishes it.
 

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ndcg_spark.config.aggregate_spec import OVERALL  # the overall rows' slice_dimension (pure Python)
+
 __all__ = [
     "OVERALL",
     "delta_cell",
@@ -37,8 +39,6 @@ __all__ = [
     "td",
 ]
 
-#: the ``slice_dimension`` of the overall rows of the aggregate and comparison tables
-OVERALL = "overall"
 
 
 def _missing(x: Any) -> bool:
