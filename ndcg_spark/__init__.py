@@ -25,8 +25,8 @@ _EXPORTS = {
     "InputError": "ndcg_spark.errors",
     "EmptyIdealError": "ndcg_spark.errors",
     "score_requests": "ndcg_spark.scoring.score",
-    "gain": "ndcg_spark.scoring.score",
-    "Attributes": "ndcg_spark.scoring.score",
+    "gain": "ndcg_spark.metrics.gain",
+    "Attributes": "ndcg_spark.scoring.attributes",
     "JobConfig": "ndcg_spark.job.config",
     "AggregateSpec": "ndcg_spark.config.aggregate_spec",
     "aggregate": "ndcg_spark.aggregation.means",
@@ -52,7 +52,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.job.config import JobConfig
     from ndcg_spark.config.contract import ColumnMapping, Contract, GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError
-    from ndcg_spark.scoring.score import Attributes, gain, score_requests
+    from ndcg_spark.metrics.gain import gain
+    from ndcg_spark.scoring.attributes import Attributes
+    from ndcg_spark.scoring.score import score_requests
     from ndcg_spark.config.validation_spec import ValidationSpec
     from ndcg_spark.validation.accounting import RowAccounting
     from ndcg_spark.validation.validate import validate_inputs
