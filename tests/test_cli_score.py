@@ -14,16 +14,16 @@ from pyspark.sql import functions as F
 from ndcg_spark.cli import main
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.run import run_job
-from ndcg_spark.sample.generate import write_sample
 
-N_REQUESTS = 300
+N_REQUESTS = 200  # the shared sample (tests/conftest.py: sample_dir)
 KS = (1, 3, 5, 10)
 
 
 @pytest.fixture(scope="module")
-def job(spark, tmp_path_factory):
+def job(spark, sample_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("job")
-    paths = write_sample(spark, root / "data", n_requests=N_REQUESTS, seed=11)
+    paths = sample_dir
+    assert sample_dir.n_requests == N_REQUESTS
     config = root / "conf" / "job.yaml"
     config.parent.mkdir()
     config.write_text(
@@ -49,6 +49,7 @@ def _per_request(spark, root: Path):
     return spark.read.parquet(str(root / "out" / "per_request"))
 
 
+@pytest.mark.slow  # a second driver JVM
 def test_console_script_in_its_own_session_then_read_back_here(spark, job):
     root, config = job
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -69,6 +70,8 @@ def test_console_script_in_its_own_session_then_read_back_here(spark, job):
 
 def test_rerun_replaces_only_its_own_run(spark, job):
     root, config = job
+    if not (root / "out" / "per_request" / "run_id=night-1").exists():  # the slow test above was left out
+        assert main(["score", "--config", str(config), "--run-id", "night-1"]) == 0
     assert main(["score", "--config", str(config), "--run-id", "night-2"]) == 0
     before = _per_request(spark, root)
     n1 = before.filter(F.col("run_id") == "night-1").count()

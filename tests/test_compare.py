@@ -428,13 +428,12 @@ def test_same_seed_same_bits_whatever_the_partitioning_other_seed_other_draws(sp
 
 
 @pytest.fixture(scope="module")
-def job(spark: SparkSession, tmp_path_factory):
+def job(spark: SparkSession, sample_dir, tmp_path_factory):
     """The sample (200 requests) plus a third system, `dense`, on its own pool: hybrid's ranking
     cut to its top 8 under pool version pool-dense."""
-    from ndcg_spark.sample.generate import write_sample
-
     root = tmp_path_factory.mktemp("compare_job")
-    paths = write_sample(spark, root / "data", n_requests=200, seed=11)
+    paths = sample_dir  # the shared sample (tests/conftest.py): 200 requests, seed 11
+    assert (sample_dir.n_requests, sample_dir.seed) == (200, 11)
     cands = spark.read.parquet(paths["candidates"])
     dense = cands.filter((F.col("system") == "hybrid") & (F.col("position") <= 8)).select(
         "request_id", "doc_id", F.lit("dense").alias("system"), "position", "score", F.lit("pool-dense").alias("pool_version")
