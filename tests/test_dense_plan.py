@@ -11,21 +11,21 @@ collecting plan (exactly: the same expressions over the same values in the same 
 from __future__ import annotations
 
 import random
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from pyspark.sql import functions as F
 
-try:
-    from tests.oracle import prepare, score_prepared
-    from tests.test_oracle_agreement import COMPARED, GAINS, _mismatches, _subset, generate
+try:  # tests/ may or may not be a package
+    from tests import oracle
+    from tests.test_oracle_agreement import COMPARED, GAINS, collect_concurrently, generate, mismatches, subset
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
-    from oracle import prepare, score_prepared  # type: ignore[no-redef]
-    from test_oracle_agreement import COMPARED, GAINS, _mismatches, _subset, generate  # type: ignore[no-redef]
+    import oracle  # type: ignore[no-redef]
+    from test_oracle_agreement import COMPARED, GAINS, collect_concurrently, generate, mismatches, subset  # noqa
 
 from ndcg_spark import Contract, score_requests
+from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring import dense
-from ndcg_spark.scoring.score import gain, prepare_candidates
+from ndcg_spark.scoring.inputs import prepare_candidates
 
 KS = [1, 3, 5, 10, 20]
 N_REQUESTS = 600
@@ -48,7 +48,7 @@ def _perturbed(seed: int = 7):
     """The oracle data set with a fifth of the (request, system) lists' positions rewritten;
     returns (candidate rows, judgment rows, {(request, system): perturbation name})."""
     cands, judgments = generate()
-    cands, judgments = _subset(cands, N_REQUESTS), _subset(judgments, N_REQUESTS)
+    cands, judgments = subset(cands, N_REQUESTS), subset(judgments, N_REQUESTS)
     rng = random.Random(seed)
     lists: dict[tuple, list[dict]] = {}
     for row in cands:
@@ -75,7 +75,7 @@ def mixed(spark):
     jdf = spark.createDataFrame([(j["request_id"], j["doc_id"], j["grade"]) for j in judgments],
                                 "request_id string, doc_id string, grade double").cache()
     cdf.count(), jdf.count()
-    yield {"rows": (cands, judgments), "prepared": prepare(cands, judgments), "frames": (cdf, jdf),
+    yield {"rows": (cands, judgments), "prepared": oracle.prepare(cands, judgments), "frames": (cdf, jdf),
            "applied": applied}
     cdf.unpersist(), jdf.unpersist()
 
@@ -106,28 +106,50 @@ def test_the_survey_lists_exactly_the_requests_that_are_not_dense(mixed):
     assert len(got) > 50
 
 
-COMBOS = [(g, u, e) for g in GAINS for u in ("zero", "separate") for e in ("exclude", "zero")]
+#: The plan branches on the gains (their distinct values are counted) and on ``zero`` vs
+#: ``separate`` (whether the unjudged are reported); the empty-ideal policy is applied after it.
+#: Every pair of values of the three choices occurs.
+COMBOS = [("exponential", "zero", "exclude"), ("exponential", "separate", "zero"), ("linear", "zero", "zero"),
+          ("linear", "separate", "exclude"), ("table", "zero", "exclude"), ("table", "separate", "zero")]
+
+
+def test_the_combinations_cover_every_pair_of_choices():
+    options = [list(GAINS), ["zero", "separate"], ["exclude", "zero"]]
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        assert {(c[a], c[b]) for c in COMBOS} == {(x, y) for x in options[a] for y in options[b]}
 
 
 @pytest.fixture(scope="module")
 def agreement(mixed):
+    """Each combination scored by both plans; per combination the mismatches of the dense plan's
+    run with the oracle, the rows that differ between the plans, and the row count (or an
+    exception)."""
     cdf, jdf = mixed["frames"]
 
-    def run(combo):
+    def choices(combo):
         g, u, e = combo
-        choices = dict(gain=GAINS[g], order="position", unjudged=u, empty_ideal=e, ideal_from="candidates")
-        try:
-            contract = Contract(k=KS, **choices)
-            both = [score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan).select(*COMPARED)
-                    for plan in (True, False)]
-            got, collected = (sorted(df.collect(), key=lambda r: (r["request_id"], r["system"], r["k"])) for df in both)
-            expected = score_prepared(mixed["prepared"], k=KS, **choices)
-            return combo, (_mismatches(got, expected), [(a, b) for a, b in zip(got, collected) if a != b], len(got))
-        except Exception as exc:  # reported by the combination's own test
-            return combo, exc
+        return dict(gain=GAINS[g], order="position", unjudged=u, empty_ideal=e, ideal_from="candidates")
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(run, COMBOS))
+    def build(run):
+        combo, plan = run
+        contract = Contract(k=KS, **choices(combo))
+        return score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan).select(*COMPARED)
+
+    collected = collect_concurrently([(c, plan) for c in COMBOS for plan in (True, False)], build)
+    results = {}
+    for combo in COMBOS:
+        both = [collected[(combo, plan)] for plan in (True, False)]
+        failed = [r for r in both if isinstance(r, BaseException)]
+        if failed:
+            results[combo] = failed[0]
+            continue
+        got, by_collecting = (sorted(rows, key=lambda r: (r["request_id"], r["system"], r["k"])) for rows in both)
+        expected = oracle.score_prepared(mixed["prepared"], k=KS, **choices(combo))
+        differences = [(a, b) for a, b in zip(got, by_collecting) if a != b]
+        if len(got) != len(by_collecting):
+            differences.append((f"{len(got)} rows", f"{len(by_collecting)} rows"))
+        results[combo] = (mismatches(got, expected), differences, len(got))
+    return results
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=["-".join(c) for c in COMBOS])

@@ -6,11 +6,13 @@ requests with no positive grade at all, requests whose only positives were never
 single-candidate requests, lists shorter *and* longer than the largest K (k = 1, 3, 5, 10, 50),
 non-integer grades, judged documents that no system retrieved, and requests scored by two systems.
 
-Every combination of gain x order/ties x ideal_from x unjudged x empty_ideal(exclude, zero) is
-compared column by column to 1e-9. The exponential (default) gain runs on the full data set; linear
-and table gains run on its first 400 requests. Each combination is one small, latency-bound Spark
-job, so the module-scoped ``agreement`` fixture runs them four at a time and each combination's
-test then reports its own mismatches.
+Order/ties x ideal_from x unjudged run in full (the scorer branches on how they combine); gain
+and empty_ideal (applied on their own) are spread over those 18 contracts so that every value of
+every choice meets every value of every other (pairwise, checked by a test). Each is compared
+column by column to 1e-9. The exponential (default) gain runs on the full data set; linear and
+table gains run on its first 400 requests. Each contract is a small, latency-bound Spark job, so
+the module-scoped fixtures run them four at a time (:func:`collect_concurrently`) and each
+combination's test then reports its own mismatches.
 """
 
 from __future__ import annotations
@@ -24,31 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 try:  # tests/ may or may not be a package
-    from tests.oracle import (
-        Candidate,
-        OracleEmptyIdealError,
-        dcg_at_k,
-        make_gain,
-        ndcg_of_grades,
-        prepare,
-        score_all,
-        score_prepared,
-        score_request,
-        tie_average_dcg_at_k,
-    )
+    from tests import oracle
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
-    from oracle import (  # type: ignore[no-redef]
-        Candidate,
-        OracleEmptyIdealError,
-        dcg_at_k,
-        make_gain,
-        ndcg_of_grades,
-        prepare,
-        score_all,
-        score_prepared,
-        score_request,
-        tie_average_dcg_at_k,
-    )
+    import oracle  # type: ignore[no-redef]
 
 SEED = 20240611
 N_REQUESTS = 2_200  # full data set (exponential gain)
@@ -71,19 +51,8 @@ IDEAL_FROM = ["candidates", "judgments"]
 UNJUDGED = ["zero", "exclude", "separate"]
 EMPTY_IDEAL = ["exclude", "zero"]
 
-COMPARED = [
-    "request_id",
-    "system",
-    "k",
-    "dcg",
-    "idcg",
-    "ndcg",
-    "empty_ideal",
-    "n_candidates",
-    "n_judged",
-    "n_positive",
-    "n_unjudged_in_top_k",
-]
+COMPARED = ["request_id", "system", "k", "dcg", "idcg", "ndcg", "empty_ideal",
+            "n_candidates", "n_judged", "n_positive", "n_unjudged_in_top_k"]
 
 
 # =========================================================================== data generation
@@ -151,62 +120,62 @@ def generate(seed: int = SEED, n_requests: int = N_REQUESTS) -> tuple[list[dict]
     return candidates, judgments
 
 
-def _subset(rows: list[dict], n: int) -> list[dict]:
+def subset(rows: list[dict], n: int) -> list[dict]:
     keep = {f"q{r:05d}" for r in range(n)}
     return [row for row in rows if row["request_id"] in keep]
 
 
 # =========================================================================== oracle self-tests
 def test_oracle_reproduces_spec_worked_example():
-    a = ndcg_of_grades([1, 3, 0, 2], k=3)
-    b = ndcg_of_grades([2, 0, 1], k=3)
+    a = oracle.ndcg_of_grades([1, 3, 0, 2], k=3)
+    b = oracle.ndcg_of_grades([2, 0, 1], k=3)
     assert a == pytest.approx(0.5766666455, abs=1e-10)
     assert str(a).startswith("0.5766666455")
     assert str(b).startswith("0.9639404333")
     assert str((a + b) / 2).startswith("0.7703035394")
-    assert ndcg_of_grades([0, 0], k=3) is None
-    assert ndcg_of_grades([3, 2, 1], k=3) == 1.0
+    assert oracle.ndcg_of_grades([0, 0], k=3) is None
+    assert oracle.ndcg_of_grades([3, 2, 1], k=3) == 1.0
 
 
 def test_oracle_spec_example_by_hand():
     # [1, 3, 0, 2] @3: DCG = 1/1 + 7/log2(3) + 0; IDCG = 7 + 3/log2(3) + 1/2
     dcg = 1.0 + 7.0 / math.log2(3)
     idcg = 7.0 + 3.0 / math.log2(3) + 1.0 / 2.0
-    assert ndcg_of_grades([1, 3, 0, 2], k=3) == pytest.approx(dcg / idcg, rel=1e-15)
+    assert oracle.ndcg_of_grades([1, 3, 0, 2], k=3) == pytest.approx(dcg / idcg, rel=1e-15)
 
 
 def test_oracle_gains():
-    assert make_gain("exponential")(1.5) == pytest.approx(2**1.5 - 1)
-    assert make_gain("linear")(1.5) == 1.5
-    assert make_gain({"table": {0: 0.0, 1: 5.0}})(1) == 5.0
+    assert oracle.make_gain("exponential")(1.5) == pytest.approx(2**1.5 - 1)
+    assert oracle.make_gain("linear")(1.5) == 1.5
+    assert oracle.make_gain({"table": {0: 0.0, 1: 5.0}})(1) == 5.0
     with pytest.raises(KeyError):
-        make_gain({"table": {0: 0.0, 1: 5.0}})(2)
+        oracle.make_gain({"table": {0: 0.0, 1: 5.0}})(2)
 
 
 def test_oracle_k_larger_than_list_and_empty_policies():
-    cands = [Candidate("a", 1, grade=0.0), Candidate("b", 2, grade=None)]
-    res = score_request(cands, k=[1, 50], empty_ideal="zero")
+    cands = [oracle.Candidate("a", 1, grade=0.0), oracle.Candidate("b", 2, grade=None)]
+    res = oracle.score_request(cands, k=[1, 50], empty_ideal="zero")
     assert res[50]["ndcg"] == 0.0 and res[50]["empty_ideal"] is True
     assert res[50]["n_unjudged_in_top_k"] == 1 and res[1]["n_unjudged_in_top_k"] == 0
-    assert score_request(cands, k=[1])[1]["ndcg"] is None
-    with pytest.raises(OracleEmptyIdealError):
-        score_request(cands, k=[3], empty_ideal="error")
-    single = [Candidate("a", 1, grade=2.0)]
-    assert score_request(single, k=[1, 50])[50]["ndcg"] == 1.0
+    assert oracle.score_request(cands, k=[1])[1]["ndcg"] is None
+    with pytest.raises(oracle.OracleEmptyIdealError):
+        oracle.score_request(cands, k=[3], empty_ideal="error")
+    single = [oracle.Candidate("a", 1, grade=2.0)]
+    assert oracle.score_request(single, k=[1, 50])[50]["ndcg"] == 1.0
 
 
 def test_oracle_unjudged_policies():
     # displayed: a(2) ? b(0) ? c(3); "?" unjudged
     cands = [
-        Candidate("a", 1, grade=2.0),
-        Candidate("u1", 2, grade=None),
-        Candidate("b", 3, grade=0.0),
-        Candidate("u2", 4, grade=None),
-        Candidate("c", 5, grade=3.0),
+        oracle.Candidate("a", 1, grade=2.0),
+        oracle.Candidate("u1", 2, grade=None),
+        oracle.Candidate("b", 3, grade=0.0),
+        oracle.Candidate("u2", 4, grade=None),
+        oracle.Candidate("c", 5, grade=3.0),
     ]
-    zero = score_request(cands, k=[3, 5], unjudged="zero")
-    sep = score_request(cands, k=[3, 5], unjudged="separate")
-    exc = score_request(cands, k=[3, 5], unjudged="exclude")
+    zero = oracle.score_request(cands, k=[3, 5], unjudged="zero")
+    sep = oracle.score_request(cands, k=[3, 5], unjudged="separate")
+    exc = oracle.score_request(cands, k=[3, 5], unjudged="exclude")
     assert zero[5]["dcg"] == pytest.approx(3.0 + 7.0 / math.log2(6))
     assert zero[5]["n_unjudged_in_top_k"] is None
     assert sep[5]["dcg"] == zero[5]["dcg"] and sep[3]["n_unjudged_in_top_k"] == 1
@@ -220,18 +189,18 @@ def test_oracle_unjudged_policies():
 
 
 def test_oracle_ideal_from_judgments():
-    cands = [Candidate("a", 1, grade=1.0), Candidate("b", 2, grade=0.0)]
-    res = score_request(cands, k=[2], ideal_from="judgments", judged_grades=[1.0, 0.0, 3.0])
+    cands = [oracle.Candidate("a", 1, grade=1.0), oracle.Candidate("b", 2, grade=0.0)]
+    res = oracle.score_request(cands, k=[2], ideal_from="judgments", judged_grades=[1.0, 0.0, 3.0])
     assert res[2]["idcg"] == pytest.approx(7.0 + 1.0 / math.log2(3))
     assert res[2]["dcg"] == pytest.approx(1.0)
-    only_unretrieved = [Candidate("a", 1, grade=0.0)]
-    res = score_request(only_unretrieved, k=[1], ideal_from="judgments", judged_grades=[0.0, 2.0])
+    only_unretrieved = [oracle.Candidate("a", 1, grade=0.0)]
+    res = oracle.score_request(only_unretrieved, k=[1], ideal_from="judgments", judged_grades=[0.0, 2.0])
     assert res[1]["ndcg"] == 0.0 and res[1]["empty_ideal"] is False
 
 
 def test_oracle_score_order_doc_id_ties_are_string_order():
-    cands = [Candidate("d9", score=1.0, grade=3.0), Candidate("d10", score=1.0, grade=0.0)]
-    res = score_request(cands, k=[1], order="score", ties="doc_id")
+    cands = [oracle.Candidate("d9", score=1.0, grade=3.0), oracle.Candidate("d10", score=1.0, grade=0.0)]
+    res = oracle.score_request(cands, k=[1], order="score", ties="doc_id")
     assert res[1]["dcg"] == 0.0  # "d10" < "d9"
 
 
@@ -239,7 +208,7 @@ def test_oracle_tie_average_by_hand():
     # scores 2, 1, 1, 1, 0 with gains 1, 7, 0, 3, 1; K=3 cuts the tie group {7, 0, 3} at position 3
     pairs = [(2.0, 1.0), (1.0, 7.0), (1.0, 0.0), (1.0, 3.0), (0.0, 1.0)]
     expected = 1.0 + (10.0 / 3) * (1 / math.log2(3) + 1 / math.log2(4))
-    assert tie_average_dcg_at_k(pairs, 3) == pytest.approx(expected, rel=1e-15)
+    assert oracle.tie_average_dcg_at_k(pairs, 3) == pytest.approx(expected, rel=1e-15)
 
 
 def test_oracle_tie_average_is_expected_dcg_over_tie_breaks():
@@ -255,9 +224,9 @@ def test_oracle_tie_average_is_expected_dcg_over_tie_breaks():
         scores = sorted(by_score, reverse=True)
         total, count = 0.0, 0
         for combo in itertools.product(*(itertools.permutations(by_score[s]) for s in scores)):
-            total += dcg_at_k([g for block in combo for g in block], k)
+            total += oracle.dcg_at_k([g for block in combo for g in block], k)
             count += 1
-        assert tie_average_dcg_at_k(pairs, k) == pytest.approx(total / count, rel=1e-12, abs=1e-12)
+        assert oracle.tie_average_dcg_at_k(pairs, k) == pytest.approx(total / count, rel=1e-12, abs=1e-12)
 
 
 def test_generated_data_covers_the_edge_cases():
@@ -293,14 +262,22 @@ JUDG_COLUMNS = ["request_id", "doc_id", "grade"]
 CAND_SCHEMA = "request_id string, system string, doc_id string, position int, score double"
 JUDG_SCHEMA = "request_id string, doc_id string, grade double"
 
-COMBOS = [
-    (g, ot, i, u, e)
-    for g in GAINS
-    for ot in ORDER_TIES
-    for i in IDEAL_FROM
-    for u in UNJUDGED
-    for e in EMPTY_IDEAL
-]
+
+def _grid() -> list[tuple[str, str, str, str, str]]:
+    """Order/ties x ideal_from x unjudged in full: the collecting plan branches on how these
+    three combine (ties formed among the ranked candidates, the condensed list, the ideal from
+    the ranked candidates or the judgments). Gain and empty_ideal are applied on their own (one
+    gain column; the NDCG of an empty ideal, last), so they are assigned to cover every pair of
+    values of any two choices: with ``s`` the sum of the three indices, gain ``s % 3`` and
+    empty_ideal ``s % 2`` meet each other value and each other (``s`` runs over 0..5)."""
+    grid = []
+    for (o, ot), (d, i), (u, un) in itertools.product(*(enumerate(c) for c in (ORDER_TIES, IDEAL_FROM, UNJUDGED))):
+        s = o + d + u
+        grid.append((list(GAINS)[s % len(GAINS)], ot, i, un, EMPTY_IDEAL[s % len(EMPTY_IDEAL)]))
+    return grid
+
+
+COMBOS = _grid()
 
 
 def _combo_id(combo) -> str:
@@ -322,7 +299,7 @@ def _close(a, b) -> bool:
     return math.isclose(float(a), float(b), rel_tol=TOL, abs_tol=TOL)
 
 
-def _mismatches(got_rows, expected: dict) -> list[str]:
+def mismatches(got_rows, expected: dict) -> list[str]:
     """Every difference between Spark output rows and the oracle, as readable lines."""
     got, dup = {}, []
     for row in got_rows:
@@ -350,6 +327,22 @@ def _mismatches(got_rows, expected: dict) -> list[str]:
     return problems
 
 
+def collect_concurrently(names, build) -> dict:
+    """``build(name).collect()`` for every name, four at a time: each is a small, latency-bound
+    Spark job. (Measured: one union of them all, collected in one job, cost more JVM CPU than
+    these jobs, its one large plan being slower to optimize and compile.) Maps name -> the rows,
+    or the exception that building or collecting them raised."""
+
+    def attempt(name):
+        try:
+            return name, build(name).collect()
+        except Exception as exc:  # reported by the combination's own test
+            return name, exc
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(attempt, names))
+
+
 @pytest.fixture(scope="module")
 def data(spark):
     """The generated tables, as plain rows (oracle input) and cached DataFrames (library input)."""
@@ -360,11 +353,11 @@ def data(spark):
         jdf = spark.createDataFrame([tuple(r[c] for c in JUDG_COLUMNS) for r in js], JUDG_SCHEMA, verifySchema=False)
         cdf, jdf = cdf.cache(), jdf.cache()
         cdf.count(), jdf.count()
-        return {"rows": (cs, js), "prepared": prepare(cs, js), "frames": (cdf, jdf)}
+        return {"rows": (cs, js), "prepared": oracle.prepare(cs, js), "frames": (cdf, jdf)}
 
     built = {
         "full": build(cands, judgments),
-        "small": build(_subset(cands, N_REQUESTS_SUBSET), _subset(judgments, N_REQUESTS_SUBSET)),
+        "small": build(subset(cands, N_REQUESTS_SUBSET), subset(judgments, N_REQUESTS_SUBSET)),
     }
     yield built
     for b in built.values():
@@ -376,90 +369,111 @@ def _data_set(gain: str) -> str:
     return "full" if gain == "exponential" else "small"
 
 
+def _diff(results: dict, expected) -> dict:
+    """name -> mismatches with the oracle (``expected(name)``), or the exception."""
+    return {n: r if isinstance(r, BaseException) else mismatches(r, expected(n)) for n, r in results.items()}
+
+
+def _report(result, what: str) -> None:
+    if isinstance(result, BaseException):
+        raise result
+    assert not result, f"{what}: {len(result)} mismatches with the oracle, e.g.\n  " + "\n  ".join(result[:15])
+
+
 @pytest.fixture(scope="module")
 def agreement(data):
-    """Run every combination through the library (a few Spark jobs at a time: each one is small and
-    latency-bound) and diff it against the oracle. Maps combo -> list of mismatches or an exception."""
+    """Every combination of the grid through the library, each diffed against the oracle. Maps
+    combo -> list of mismatches or an exception."""
     from ndcg_spark import Contract, score_requests
 
-    def run(combo):
-        try:
-            d = data[_data_set(combo[0])]
-            cdf, jdf = d["frames"]
-            choices = _choices(combo)
-            out = score_requests(cdf, jdf, Contract(k=KS, **choices), run_id="oracle-agreement")
-            rows = out.select(*COMPARED).collect()
-            return combo, _mismatches(rows, score_prepared(d["prepared"], k=KS, **choices))
-        except Exception as exc:  # reported by the combination's own test
-            return combo, exc
+    def build(combo):
+        cdf, jdf = data[_data_set(combo[0])]["frames"]
+        # no request is large here: skip the count (the cut and its count are tested below)
+        contract = Contract(k=KS, **_choices(combo))
+        return score_requests(cdf, jdf, contract, run_id="oracle-agreement", large_request=None).select(*COMPARED)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(run, COMBOS))
+    def expected(combo):
+        return oracle.score_prepared(data[_data_set(combo[0])]["prepared"], k=KS, **_choices(combo))
+
+    return _diff(collect_concurrently(COMBOS, build), expected)
+
+
+def test_the_grid_covers_every_pair_of_choices():
+    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
+    for a, b in itertools.combinations(range(len(options)), 2):
+        pairs = {(c[a], c[b]) for c in COMBOS}
+        assert pairs == set(itertools.product(options[a], options[b])), (a, b)
+    assert {c[1:4] for c in COMBOS} == set(itertools.product(*options[1:4]))
 
 
 @pytest.mark.parametrize("combo", [pytest.param(c, id=_combo_id(c)) for c in COMBOS])
 def test_spark_agrees_with_oracle(agreement, combo):
-    result = agreement[combo]
-    if isinstance(result, BaseException):
-        raise result
-    assert not result, f"{_combo_id(combo)}: {len(result)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
-        result[:15]
-    )
+    _report(agreement[combo], _combo_id(combo))
 
 
 # ------------------------------------------------------------------ large requests, cut first
 #: K small enough that most lists (up to 60 candidates) are cut to their top 5 before collecting
 KS_CUT = [1, 3, 5]
-CUT_COMBOS = [("table", ot, i, u, "exclude") for ot in ORDER_TIES for i in IDEAL_FROM for u in UNJUDGED]
+#: The cut branches on the order and its ties, the ideal (from candidates: by gain too) and
+#: whether unjudged candidates are ranked (``exclude``; ``zero`` and ``separate`` both rank them):
+#: each of these runs with every request cut (the listing limit passed, so even short lists).
+CUT_COMBOS = [
+    ("table", ot, i, u, "exclude")
+    for ot in ORDER_TIES
+    for n, i in enumerate(IDEAL_FROM)
+    for u in ("exclude", ("zero", "separate")[n])
+]
+#: with the large requests listed (the others scored uncut, the two unioned): one per order,
+#: both ideals, both kinds of unjudged -- the split does not depend on the contract
+LISTED_CUT_COMBOS = CUT_COMBOS[::5]
 
 
 @pytest.fixture(scope="module")
 def cut_agreement(data):
-    """The same comparison with the large-request path forced: ``large_request=5`` sends every
-    request of more than 5 candidates through the cut (the others through the plain path, so the
-    two are unioned); then, with the listing limit patched to 10, every request is cut."""
+    """The same comparison with the large-request path forced (``large_request=5``): with the
+    listing limit patched to 10, every request is cut; unpatched, the requests of more than 5
+    candidates are listed and cut, the others go through the plain path, and the two are unioned."""
     from ndcg_spark import Contract, score_requests
-    from ndcg_spark.scoring import score as scoring
+    from ndcg_spark.scoring import large
 
     d = data["small"]
     cdf, jdf = d["frames"]
+    listed_limit = large.MAX_LISTED_LARGE
 
-    def run(combo):
-        try:
-            choices = _choices(combo)
-            # the dense plan would score the position-order lists without collecting (nothing to cut)
-            out = score_requests(cdf, jdf, Contract(k=KS_CUT, **choices), run_id="cut", large_request=5,
-                                 dense_plan=False)
-            rows = out.select(*COMPARED).collect()
-            return combo, _mismatches(rows, score_prepared(d["prepared"], k=KS_CUT, **choices))
-        except Exception as exc:  # reported by the combination's own test
-            return combo, exc
+    def build(run):
+        combo = run[1]
+        # the dense plan would score the position-order lists without collecting (nothing to cut)
+        return score_requests(cdf, jdf, Contract(k=KS_CUT, **_choices(combo)), run_id="cut", large_request=5,
+                              dense_plan=False).select(*COMPARED)
 
-    results = {}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results["listed"] = dict(pool.map(run, CUT_COMBOS))
-    listed_limit = scoring._MAX_LISTED_LARGE
-    scoring._MAX_LISTED_LARGE = 10
+    results = collect_concurrently([("listed", c) for c in LISTED_CUT_COMBOS], build)
+    large.MAX_LISTED_LARGE = 10
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            results["all"] = dict(pool.map(run, CUT_COMBOS[::3]))
+        results.update(collect_concurrently([("all", c) for c in CUT_COMBOS], build))
     finally:
-        scoring._MAX_LISTED_LARGE = listed_limit
-    return results
+        large.MAX_LISTED_LARGE = listed_limit
+
+    def expected(run):
+        return oracle.score_prepared(d["prepared"], k=KS_CUT, **_choices(run[1]))
+
+    return _diff(results, expected)
+
+
+def test_the_cut_grid_covers_its_branches():
+    kinds = {(ot, i, u == "exclude") for _, ot, i, u, _ in CUT_COMBOS}
+    assert kinds == set(itertools.product(ORDER_TIES, IDEAL_FROM, (True, False))) and len(kinds) == len(CUT_COMBOS)
+    assert {c[1] for c in LISTED_CUT_COMBOS} == set(ORDER_TIES)
+    assert {c[2] for c in LISTED_CUT_COMBOS} == set(IDEAL_FROM)
+    assert {c[3] == "exclude" for c in LISTED_CUT_COMBOS} == {True, False}
 
 
 @pytest.mark.parametrize(
     "mode, combo",
-    [pytest.param("listed", c, id="listed-" + _combo_id(c)) for c in CUT_COMBOS]
-    + [pytest.param("all", c, id="all-" + _combo_id(c)) for c in CUT_COMBOS[::3]],
+    [pytest.param("all", c, id="all-" + _combo_id(c)) for c in CUT_COMBOS]
+    + [pytest.param("listed", c, id="listed-" + _combo_id(c)) for c in LISTED_CUT_COMBOS],
 )
 def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(cut_agreement, mode, combo):
-    result = cut_agreement[mode][combo]
-    if isinstance(result, BaseException):
-        raise result
-    assert not result, f"{mode} {_combo_id(combo)}: {len(result)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
-        result[:15]
-    )
+    _report(cut_agreement[(mode, combo)], f"{mode} {_combo_id(combo)}")
 
 
 def test_empty_ideal_error_raises_when_an_empty_request_exists(data):
@@ -468,8 +482,8 @@ def test_empty_ideal_error_raises_when_an_empty_request_exists(data):
 
     cands, judgments = data["small"]["rows"]
     cdf, jdf = data["small"]["frames"]
-    with pytest.raises(OracleEmptyIdealError):
-        score_all(cands, judgments, k=KS, empty_ideal="error")
+    with pytest.raises(oracle.OracleEmptyIdealError):
+        oracle.score_all(cands, judgments, k=KS, empty_ideal="error")
     contract = Contract(k=KS, order="position", empty_ideal="error")
     with pytest.raises(Exception) as caught:
         score_requests(cdf, jdf, contract, run_id="oracle-agreement").select(*COMPARED).collect()
@@ -485,14 +499,14 @@ def test_empty_ideal_error_passes_when_no_request_is_empty(data):
     cands, judgments = data["small"]["rows"]
     cdf, jdf = data["small"]["frames"]
     choices = dict(order="score", ties="doc_id", ideal_from="judgments", unjudged="exclude")
-    everything = score_all(cands, judgments, k=KS, empty_ideal="exclude", **choices)
+    everything = oracle.score_all(cands, judgments, k=KS, empty_ideal="exclude", **choices)
     empty = sorted({rid for (rid, _, _), v in everything.items() if v["empty_ideal"]})
     assert empty, "the data set should contain empty-ideal requests"
     keep_c = [c for c in cands if c["request_id"] not in set(empty)]
     keep_j = [j for j in judgments if j["request_id"] not in set(empty)]
-    expected = score_all(keep_c, keep_j, k=KS, empty_ideal="error", **choices)
+    expected = oracle.score_all(keep_c, keep_j, k=KS, empty_ideal="error", **choices)
     c2 = cdf.where(~F.col("request_id").isin(empty))
     j2 = jdf.where(~F.col("request_id").isin(empty))
     out = score_requests(c2, j2, Contract(k=KS, empty_ideal="error", **choices), run_id="oracle-agreement")
-    problems = _mismatches(out.select(*COMPARED).collect(), expected)
+    problems = mismatches(out.select(*COMPARED).collect(), expected)
     assert not problems, "\n  ".join(problems[:15])
