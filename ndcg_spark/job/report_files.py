@@ -47,7 +47,7 @@ def report_sources(config: JobConfig) -> ReportSources:
     return ReportSources(
         aggregate=aggregate,
         per_request=config.per_request,
-        audit=config.output("audit") if (config.section("outputs") or {}).get("audit") else None,
+        audit=config.output("audit"),  # None when the job writes no audit table
         run_metadata=config.output("run_metadata"),
         comparison=config.output("comparison"),
         run_status=config.run_status(),
