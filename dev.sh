@@ -2,7 +2,8 @@
 # The README's two commands, each doing all its own set-up on a fresh machine:
 #   bash dev.sh demo    set up, write the sample data, run the nightly job on local Spark
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
-#   bash dev.sh test-fast   the same without the tests marked slow (cluster, extra JVMs, browser, benchmark)
+#   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
+#                           benchmark) or e2e (whole jobs through the console script)
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -36,7 +37,7 @@ case "$cmd" in
     .venv/bin/python -m pytest "$@"
     ;;
   test-fast)
-    .venv/bin/python -m pytest -m "not slow" "$@"
+    .venv/bin/python -m pytest -m "not slow and not e2e" "$@"
     ;;
   package)
     .venv/bin/python -m ndcg_spark.job.packaging "$@"

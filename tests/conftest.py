@@ -5,8 +5,9 @@ writes its own copy (its own ``tmp_path``) or its own run id. The ``spark`` fixt
 checkout's root ``conftest.py`` (doctests under ``ndcg_spark/`` use it too).
 
 Lanes (``pyproject.toml``): ``bash dev.sh test`` runs everything (CI runs exactly that);
-``bash dev.sh test-fast`` (= ``bash dev.sh test -m "not slow"``) leaves out the tests marked
-``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
+``bash dev.sh test-fast`` (= ``bash dev.sh test -m "not slow and not e2e"``) leaves out the tests
+marked ``e2e`` (whole jobs through the console script or the job's stages: shipped configs, the
+docs' commands, re-runs, faults) and ``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
 spark-sql), a browser or a benchmark.
 """
 

@@ -369,6 +369,7 @@ def _tiny_inputs(spark, root: Path) -> dict[str, str]:
     return paths
 
 
+@pytest.mark.e2e
 def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsys):
     from ndcg_spark.cli import main
     from ndcg_spark.job.io import read_run

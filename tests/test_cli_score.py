@@ -68,6 +68,7 @@ def test_console_script_in_its_own_session_then_read_back_here(spark, job):
     assert df.filter(F.col("empty_ideal") & F.col("ndcg").isNotNull()).count() == 0  # exclude: never scored
 
 
+@pytest.mark.e2e
 def test_rerun_replaces_only_its_own_run(spark, job):
     root, config = job
     if not (root / "out" / "per_request" / "run_id=night-1").exists():  # the slow test above was left out

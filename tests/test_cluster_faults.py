@@ -176,6 +176,7 @@ def test_packaging_zip_is_importable_alone_and_reproducible(tmp_path):
 
 
 # ----------------------------------------------------------------------------------- publishing
+@pytest.mark.e2e
 def test_same_night_twice_gives_identical_tables_row_for_row(spark, night):
     root, config, reference = night
     out = root / "out"
@@ -188,6 +189,7 @@ def test_same_night_twice_gives_identical_tables_row_for_row(spark, night):
     assert _states(spark, out) == {"night-1": "complete", "night-2": "complete"}
 
 
+@pytest.mark.e2e
 def test_a_stage_failing_after_the_data_write_hides_the_run_and_a_rerun_restores_it(spark, sample_dir, night, capsys):
     """``run`` writes stage 1's table, then stage 2 fails writing (a file stands where its table
     should be): the run stays 'running', so no reader sees it, and the night before is intact."""

@@ -465,6 +465,7 @@ def job(spark: SparkSession, sample_dir, tmp_path_factory):
     return root, config
 
 
+@pytest.mark.e2e
 def test_console_script_compares_refuses_across_pools_and_opts_in(spark, job, capsys) -> None:
     from ndcg_spark.cli import main
 
@@ -499,6 +500,7 @@ def test_console_script_compares_refuses_across_pools_and_opts_in(spark, job, ca
     assert spark.read.parquet(str(root / "out" / "comparison")).count() == n_before
 
 
+@pytest.mark.e2e
 def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spark, job, capsys) -> None:
     """A bm25 candidate row with no doc id, quarantined: validation sets bm25's whole list of that
     request aside (no list is scored altered), hybrid's list is scored, and ``compare`` (whose pool
@@ -530,7 +532,24 @@ def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spar
     categories = ("n_paired", "n_only_baseline_missing", "n_only_baseline_empty", "n_only_candidate_missing",
                   "n_only_candidate_empty", "n_neither")
     assert sum(row[c] for c in categories) == n_requests == 200, row  # every request accounted for once
-    assert row.n_only_baseline_missing == 0 and row.n_only_candidate_missing + row.n_neither >= 1, row
+    # each category recounted from the per-request rows at K = 10: present (a row) and scoreable (an ideal)
+    sides = {}
+    for r in per_request.filter("k = 10 AND system IN ('bm25', 'hybrid')").collect():
+        sides.setdefault(r.request_id, {})[r.system] = not r.empty_ideal
+    expected = {c: 0 for c in categories}
+    for s in sides.values():
+        base, cand = s.get("bm25"), s.get("hybrid")
+        if base and cand:
+            expected["n_paired"] += 1
+        elif base:
+            expected["n_only_baseline_missing" if cand is None else "n_only_baseline_empty"] += 1
+        elif cand:
+            expected["n_only_candidate_missing" if base is None else "n_only_candidate_empty"] += 1
+        else:
+            expected["n_neither"] += 1
+    assert {c: row[c] for c in categories} == expected, row
+    assert expected["n_only_baseline_missing"] == 0  # the quarantined list is bm25's
+    assert sides[first.request_id].get("bm25") is None
 
 
 def test_the_sample_dense_pool_is_optional_and_leaves_the_default_output_unchanged(spark) -> None:

@@ -87,6 +87,7 @@ def _run(df, run_id: str = RUN_ID):
     return df.filter(F.col("run_id") == run_id)
 
 
+@pytest.mark.e2e
 def test_local_yaml_as_shipped_runs_compares_and_reports(spark, checkout, capsys):
     config = str(_ship(checkout, "local.yaml"))
     data = checkout / "data" / "sample"
@@ -134,6 +135,7 @@ def test_local_yaml_as_shipped_runs_compares_and_reports(spark, checkout, capsys
     assert row.delta_macro == pytest.approx(statistics.fmean(h[r]["ndcg"] - b[r]["ndcg"] for r in paired), abs=EPS)
 
 
+@pytest.mark.e2e
 def test_compare_pools_yaml_as_shipped_compares_end_to_end_and_refuses_a_reranker_comparison(
     spark, checkout, capsys
 ):

@@ -112,7 +112,11 @@ def _page_doctest(page: Path, globs: dict) -> doctest.DocTest:
 PYTHON_PAGES = [p for p in PAGES if blocks(p, "python")]
 
 
-@pytest.mark.parametrize("page", PYTHON_PAGES, ids=_ids(PYTHON_PAGES))
+# a page with console examples runs its python examples after them, in the same checkout (e2e)
+PYTHON_CASES = [pytest.param(p, marks=pytest.mark.e2e) if blocks(p, "console") else p for p in PYTHON_PAGES]
+
+
+@pytest.mark.parametrize("page", PYTHON_CASES, ids=_ids(PYTHON_PAGES))
 def test_python_examples_run(spark, page, request, monkeypatch):
     if blocks(page, "console"):  # a page's shell examples after its commands, in the same checkout
         root, _ = request.getfixturevalue("checkout")
@@ -205,6 +209,7 @@ def checkout(spark, tmp_path_factory):
     return root, ran
 
 
+@pytest.mark.e2e
 def test_console_examples_run_as_shown(checkout):
     _, ran = checkout
     assert ran, "the docs should carry console examples"

@@ -284,6 +284,7 @@ def test_compare_without_a_judgments_table_end_to_end_pools_the_judged_candidate
 
 # README, the compare: section: "baseline, candidate — a system name, or {system: …, pool_version: …}
 # when the run scored a system over several pools".
+@pytest.mark.e2e
 def test_compare_sides_given_as_system_and_pool_version(spark, tmp_path, capsys):
     rng = random.Random(23)
     rows, judgments = [], []
@@ -334,6 +335,7 @@ def test_compare_sides_given_as_system_and_pool_version(spark, tmp_path, capsys)
 
 
 # README, "Never half a run": readers filter on complete runs; compare "compares published runs only".
+@pytest.mark.e2e
 def test_compare_refuses_a_run_that_is_not_published(spark, tmp_path, capsys):
     inputs = {"candidates": {"path": _write(spark, CANDS, CANDIDATES, tmp_path / "c")},
               "judgments": {"path": _write(spark, JUDGS, JUDGMENTS, tmp_path / "j")}}
@@ -388,6 +390,7 @@ def _svg_bars(page: str, title: str) -> list[tuple[str, int]]:
 # README, "The report": "one self-contained file — inline CSS and SVG, no script, no web font, no CDN,
 # nothing fetched at view time (its Content-Security-Policy forbids it)"; "report: bins (NDCG
 # histogram buckets, default 10), k (the cutoff the slice charts are drawn at, default the largest)".
+@pytest.mark.e2e
 def test_report_content_security_policy_and_its_bins_and_k_options(spark, sample_run, tmp_path, capsys):
     job = yaml.safe_load(sample_run.config.read_text(encoding="utf-8"))
     job["outputs"] = {name: ({"path": str(sample_run.outputs[name])} if name != "report_dir"
@@ -442,6 +445,7 @@ def test_report_content_security_policy_and_its_bins_and_k_options(spark, sample
 
 # =================================================================== inputs and outputs
 # README, the attributes key: "omit it [path/table] to take the columns from the candidates".
+@pytest.mark.e2e
 def test_attributes_taken_from_the_candidates(spark, tmp_path, capsys):
     rng = random.Random(29)
     weight = {rid: rng.choice([0.5, 1.0, 4.0]) for rid in REQUESTS}
@@ -475,6 +479,7 @@ def test_attributes_taken_from_the_candidates(spark, tmp_path, capsys):
 
 
 # README, inputs.candidates: "{path: …, format: parquet|csv} or {table: db.name}".
+@pytest.mark.e2e
 def test_inputs_as_a_csv_folder_and_as_a_catalog_table(spark, tmp_path, capsys):
     database = "docs_inputs"
     assert not spark.catalog.databaseExists(database)
@@ -523,6 +528,7 @@ def catalog_job(spark, tmp_path):
     return config
 
 
+@pytest.mark.e2e
 def test_quarantine_as_a_catalog_table_replaced_per_run_and_cleared_by_a_clean_rerun(spark, catalog_job, capsys):
     database = "docs_quarantine"
     repeated = [{"request_id": "q01", "doc_id": "q01-d0", "system": "A", "position": 90 + i} for i in range(2)]
@@ -548,6 +554,7 @@ def test_quarantine_as_a_catalog_table_replaced_per_run_and_cleared_by_a_clean_r
     assert left == {"n2": n_q01_a}  # n1 cleared, n2 untouched
 
 
+@pytest.mark.e2e
 def test_default_run_status_is_the_per_request_tables_database_run_status(spark, catalog_job, capsys):
     database = "docs_status"
     assert not spark.catalog.databaseExists(database)
@@ -563,6 +570,7 @@ def test_default_run_status_is_the_per_request_tables_database_run_status(spark,
 # =================================================================== the sample command
 # README: "ndcg-spark sample --out data/sample-pools --dense-pool adds a third ranker, dense, that
 # retrieved its own candidates (pool pool-2026-11-28-dense)".
+@pytest.mark.e2e
 def test_sample_command_and_its_dense_pool(spark, tmp_path, capsys):
     status, out, err = _cli(capsys, "sample", "--out", str(tmp_path / "plain"), "--requests", "40", "--seed", "3")
     assert status == 0, err

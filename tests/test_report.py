@@ -173,7 +173,6 @@ def test_render_pages_names_one_page_per_comparison(data):
 def built(spark, tmp_path_factory):
     """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
     from ndcg_spark.job.config import JobConfig
-    from ndcg_spark.job.io import read_run
     from ndcg_spark.job.stages import aggregate_stage, compare_stage, score_stage
     from ndcg_spark.job.publish import publishing
     from ndcg_spark.job.report_files import report_sources, write_report
@@ -216,26 +215,33 @@ def built(spark, tmp_path_factory):
     path = write_report(spark, config, run_id)
     timings["report"] = time.perf_counter() - started
     print("stage seconds:", {k: round(v, 1) for k, v in timings.items()})
-    rows = [r.asDict() for r in read_run(spark, report_sources(config).aggregate, run_id)
-            .filter("slice_dimension = 'overall'").collect()]
+    rows = [r.asDict() for r in report_sources(spark, config, run_id).aggregate.collect()]
     return path, rows, config_file
 
 
+@pytest.mark.e2e
 def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
-    path, rows, _ = built
+    path, all_rows, _ = built
+    rows = [r for r in all_rows if r["slice_dimension"] == "overall"]
     page = path.read_text(encoding="utf-8")
     assert path.name == "report.html" and path.parent.name == "2026-11-29"
     assert len(rows) == 4  # 2 systems x 2 K
     for r in rows:
         assert fmt_mean(r["macro_ndcg"]) in page and fmt_count(r["n_requests"]) in page
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in page
-    assert "equipment_rarity" in page and "unjudged candidates in the top K" in page
+    assert "unjudged candidates in the top K" in page
+    slices = [r for r in all_rows if r["slice_dimension"] == "equipment_rarity"]
+    assert len(slices) == 2 * 2 * 3  # systems x K x (common, uncommon, rare)
+    for r in slices:  # every slice row in the slice table: system, K, value, then its macro NDCG
+        cells = rf"<tr><td[^>]*>{r['system']}</td><td[^>]*>{r['k']}</td><td[^>]*>{r['slice_value']}</td><td[^>]*><span[^>]*>"
+        assert re.search(cells + re.escape(fmt_mean(r["macro_ndcg"])), page), r
     assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
     assert not re.search(r"https?://", page)
     assert "This run is not published" not in page  # published: no warning
     assert re.search(r"candidates: [0-9,]+ read = [0-9,]+ scored \+ 0 quarantined", page)
 
 
+@pytest.mark.e2e
 def test_cli_report_and_compare_rewrite_the_page(built, capsys):
     from ndcg_spark.cli import main
 
@@ -272,7 +278,8 @@ def test_page_in_headless_chromium_shows_the_aggregate_numbers(built, tmp_path):
     binary = _chromium()
     if binary is None:
         pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
-    path, rows, _ = built
+    path, all_rows, _ = built
+    rows = [r for r in all_rows if r["slice_dimension"] == "overall"]
     url = path.resolve().as_uri()
     shot = tmp_path / "report.png"
     args = _chromium_args(binary, tmp_path / "profile")

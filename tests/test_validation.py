@@ -779,6 +779,7 @@ def test_cli_unreadable_input_exits_2_without_py4j(dirty_job, capsys):
     assert str(root / "broken") in err and "is not a Parquet file" in err, err
 
 
+@pytest.mark.e2e
 def test_cli_quarantine_run_reports_accounting_and_a_clean_rerun_clears_it(spark, dirty_job, capsys):
     root, config = dirty_job
     quarantine = "validation: {rules: {doc_repeated: quarantine}, max_quarantined_share: 0.5}\n"

@@ -76,6 +76,15 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> 
     return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
 
 
+def output_exists(spark: SparkSession, target: Source) -> bool:
+    """Whether an output table or path has been written at all."""
+    if target.table is not None:
+        return spark.catalog.tableExists(target.table)
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(target.path)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path)
+
+
 def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
     """Remove the ``run_id`` partition of an output, if there is one.
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ndcg_spark.errors import ContractError
-from ndcg_spark.job.config import JobConfig
+from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.job.io import output_exists, read_run
 from ndcg_spark.report.data import ReportSources, collect_report_data
 from ndcg_spark.report.format import safe_name
 from ndcg_spark.report.html import RUN_PAGE, render_pages
@@ -37,27 +38,35 @@ def report_dir(config: JobConfig) -> Path:
     return path if path.is_absolute() or not base else Path(base) / path
 
 
-def report_sources(config: JobConfig) -> ReportSources:
-    """The run's tables named in the job's ``outputs`` (``aggregate`` and ``per_request`` are required)."""
+def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> ReportSources:
+    """The run's rows of the tables named in the job's ``outputs`` (``aggregate`` and ``per_request``
+    are required; an optional table not configured or not written yet is None)."""
     aggregate = config.output("aggregate")
     if aggregate is None:
         raise ContractError("outputs.aggregate", "is required for a report (the aggregate table of stage 2)")
     if config.per_request is None:
         raise ContractError("outputs.per_request", "is required for a report (its histograms)")
+    if not output_exists(spark, aggregate):
+        raise InputError(f"report: no aggregate table at {aggregate.describe()}; run stage 2 first (ndcg-spark run)")
+
+    def written(target: Source | None):
+        return read_run(spark, target, run_id) if target is not None and output_exists(spark, target) else None
+
     return ReportSources(
-        aggregate=aggregate,
-        per_request=config.per_request,
-        audit=config.output("audit"),  # None when the job writes no audit table
-        run_metadata=config.output("run_metadata"),
-        comparison=config.output("comparison"),
-        run_status=config.run_status(),
+        aggregate=read_run(spark, aggregate, run_id),
+        per_request=read_run(spark, config.per_request, run_id),
+        audit=written(config.output("audit")),  # None: recomputed from the aggregate rows
+        run_metadata=written(config.output("run_metadata")),
+        comparison=written(config.output("comparison")),
+        run_status=written(config.run_status()),
+        where=aggregate.describe(),
     )
 
 
 def write_report(spark: SparkSession, config: JobConfig, run_id: str) -> Path:
     """Write the run's report (and one page per comparison); returns the run report's path."""
     spec = config.report_spec()
-    data = collect_report_data(spark, report_sources(config), run_id, spec, contract=config.contract,
+    data = collect_report_data(report_sources(spark, config, run_id), run_id, spec, contract=config.contract,
                                config_file=config.source_file)
     folder = report_dir(config) / safe_name(run_id)
     folder.mkdir(parents=True, exist_ok=True)

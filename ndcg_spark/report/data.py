@@ -13,40 +13,42 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ndcg_spark.aggregation.worst_slice import audit
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.report_spec import DEFAULT_BINS, ReportSpec
 from ndcg_spark.errors import InputError
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import read_run
 
 __all__ = ["ReportSources", "collect_report_data", "histograms"]
 
 
 @dataclass(frozen=True)
 class ReportSources:
-    """Where one run's tables are: what a report is read from.
+    """One run's tables, as DataFrames holding that run's rows only: what a report is read from.
 
     Parameters
     ----------
-    aggregate, per_request : Source
-        The tables of stage 2 (required: the report's numbers) and stage 1 (its histograms).
-    audit : Source, optional
+    aggregate, per_request : DataFrame
+        The rows of stage 2 (required: the report's numbers) and stage 1 (its histograms).
+    audit : DataFrame, optional
         The worst-slice audit; when None it is recomputed from the aggregate rows.
-    run_metadata, comparison : Source, optional
-        Shown when given and written (the page says when they are missing).
-    run_status : Source, optional
-        The run-status table: the page warns unless the run is published. None: not checked.
+    run_metadata, comparison : DataFrame, optional
+        Shown when given (None: not configured or not written; the page says they are missing).
+    run_status : DataFrame, optional
+        The run's run-status rows: the page warns unless the run is published. None: not checked.
+    where : str
+        Where the aggregate rows were read from, named in the error when they are empty.
     """
 
-    aggregate: Source
-    per_request: Source
-    audit: Source | None = None
-    run_metadata: Source | None = None
-    comparison: Source | None = None
-    run_status: Source | None = None
+    aggregate: DataFrame
+    per_request: DataFrame
+    audit: DataFrame | None = None
+    run_metadata: DataFrame | None = None
+    comparison: DataFrame | None = None
+    run_status: DataFrame | None = None
+    where: str = "the aggregate table"
 
 
 def histograms(per_request: DataFrame, bins: int = DEFAULT_BINS) -> DataFrame:
@@ -95,7 +97,6 @@ def histograms(per_request: DataFrame, bins: int = DEFAULT_BINS) -> DataFrame:
 
 
 def collect_report_data(
-    spark: SparkSession,
     sources: ReportSources,
     run_id: str,
     spec: ReportSpec = ReportSpec(),
@@ -107,12 +108,10 @@ def collect_report_data(
 
     Parameters
     ----------
-    spark : SparkSession
     sources : ReportSources
-        The run's tables. The aggregate table is required and must hold the run; the audit is
-        recomputed from the aggregate rows with :func:`ndcg_spark.aggregation.worst_slice.audit` (same
-        definition, a few rows) when ``sources.audit`` is None; run metadata, comparisons and
-        run status are left out when their table is not given or not written.
+        The run's rows. The aggregate rows are required; the audit is recomputed from them with
+        :func:`ndcg_spark.aggregation.worst_slice.audit` (same definition, a few rows) when
+        ``sources.audit`` is None; run metadata, comparisons and run status are left out when None.
     run_id : str
     spec : ReportSpec
         Histogram buckets and the K the slice charts are drawn at.
@@ -124,22 +123,22 @@ def collect_report_data(
     Raises
     ------
     InputError
-        When the aggregate table does not exist or has no rows for ``run_id``.
+        When the aggregate rows are empty (the run was not aggregated).
     """
-    aggregates_df = _aggregate_rows(spark, sources.aggregate, run_id)
-    aggregates = _rows(aggregates_df)
+    aggregates = _rows(sources.aggregate)
     if not aggregates:
         raise InputError(
-            f"report: run {run_id!r} has no rows in the aggregate table ({sources.aggregate.describe()}); "
+            f"report: run {run_id!r} has no rows in the aggregate table ({sources.where}); "
             "run it first (ndcg-spark run --run-id …)"
         )
-    audit_rows = _audit_rows(spark, sources.audit, aggregates_df, run_id)
-    metadata = _written_rows(spark, sources.run_metadata, run_id)
-    comparisons = _written_rows(spark, sources.comparison, run_id)
-    hist = _rows(histograms(read_run(spark, sources.per_request, run_id), spec.bins))
+    audit_rows = _rows(sources.audit if sources.audit is not None else audit(sources.aggregate))
+    metadata = _rows(sources.run_metadata) if sources.run_metadata is not None else []
+    comparisons = _rows(sources.comparison) if sources.comparison is not None else []
+    hist = _rows(histograms(sources.per_request, spec.bins))
     data: dict[str, Any] = {"run_id": run_id}
     if sources.run_status is not None:
-        data["run_status"] = _run_status(spark, sources.run_status, run_id)
+        statuses = sources.run_status.select("status").collect()
+        data["run_status"] = statuses[0]["status"] if statuses else None
     return data | {
         "bins": spec.bins,
         "chart_k": spec.k,
@@ -156,42 +155,3 @@ def collect_report_data(
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
-
-
-def _exists(spark: SparkSession, target: Source) -> bool:
-    """Whether a table or a path has been written at all."""
-    if target.table is not None:
-        return spark.catalog.tableExists(target.table)
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(target.path)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path)
-
-
-def _aggregate_rows(spark: SparkSession, target: Source, run_id: str) -> DataFrame:
-    if not _exists(spark, target):
-        raise InputError(f"report: no aggregate table at {target.describe()}; run stage 2 first (ndcg-spark run)")
-    return read_run(spark, target, run_id)
-
-
-def _audit_rows(spark: SparkSession, target: Source | None, aggregates: DataFrame, run_id: str) -> list[dict[str, Any]]:
-    """The audit table's rows of the run, or the audit recomputed from its aggregate rows."""
-    if target is not None:
-        return _rows(read_run(spark, target, run_id))
-    from ndcg_spark.aggregation.worst_slice import audit
-
-    return _rows(audit(aggregates))
-
-
-def _written_rows(spark: SparkSession, target: Source | None, run_id: str) -> list[dict[str, Any]]:
-    """The run's rows of an optional table: none when it is not configured or not written yet."""
-    if target is None or not _exists(spark, target):
-        return []
-    return _rows(read_run(spark, target, run_id))
-
-
-def _run_status(spark: SparkSession, target: Source, run_id: str) -> str | None:
-    """The run's publication status (:mod:`ndcg_spark.job.publish`): ``complete``, ``running`` or None."""
-    if not _exists(spark, target):
-        return None
-    rows = read_run(spark, target, run_id).select("status").collect()
-    return rows[0]["status"] if rows else None
