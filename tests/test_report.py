@@ -84,9 +84,10 @@ def test_render_shows_every_overall_number_with_its_denominators(data):
                      fmt_count(row["n_requests"])):
             assert text in page, text
     assert "0.6123" in page and "[0.6001, 0.6246]" in page and "1,834" in page and "2,000" in page
-    # the worst slice is called out with its gap; the small slice is marked
-    assert "Worst slice of <b>rarity</b>" in page and fmt_delta(-0.20234) in page
-    assert "tiny (small)" in page
+    # the worst slice is in the first screen's table, red (its interval is below the overall), with its gap
+    worst = re.search(r"<td class='l below'>(.*?)</td>", page).group(1)
+    assert "&lt;script&gt;" in worst and fmt_delta(-0.20234) in worst and "320 eligible" in worst
+    assert "tiny (small)" in page  # the small slice is marked
     # the contract, pool version, run id and row accounting
     for text in ("f8a3a72347d4e364", "pool-A", "run r1", "exponential", "candidates.rows_read", "31,337",
                  "candidates: 31,337 read = 31,300 scored + 37 quarantined"):

@@ -7,6 +7,8 @@ these strings. Every value that reaches the page goes through :func:`escape`.
 ('0.6123', '-0.2023', '31,337', '0.001', '[0.6000, 0.6200]')
 >>> fmt_mean(float("nan")), fmt_interval(None, 0.5)
 ('n/a', '')
+>>> fmt_share(0.0831), fmt_points(-0.031)
+('8.3%', '-3.1 pts')
 >>> td("<b>", "l")
 '<td class="l">&lt;b&gt;</td>'
 """
@@ -31,6 +33,8 @@ __all__ = [
     "fmt_interval",
     "fmt_mean",
     "fmt_p",
+    "fmt_points",
+    "fmt_share",
     "is_true",
     "mean_cell",
     "plain",
@@ -63,6 +67,16 @@ def fmt_count(n: Any) -> str:
 def fmt_p(x: Any) -> str:
     """A p-value: 3 decimals; ``n/a`` when there is none."""
     return "n/a" if x is None else f"{float(x):.3f}"
+
+
+def fmt_share(x: Any) -> str:
+    """A share (0.0831) as a percentage with one decimal (``8.3%``); ``n/a`` when there is none."""
+    return "n/a" if _missing(x) else f"{float(x) * 100:.1f}%"
+
+
+def fmt_points(x: Any) -> str:
+    """A change of a share in percentage points with its sign (``+3.1 pts``); ``n/a`` when there is none."""
+    return "n/a" if _missing(x) else f"{float(x) * 100:+.1f} pts"
 
 
 def fmt_interval(lo: Any, hi: Any, fmt: Callable[[Any], str] = fmt_mean) -> str:

@@ -23,7 +23,9 @@ from typing import Any
 from ndcg_spark.report.format import escape, safe_name
 from ndcg_spark.report.sections_comparison import comparison_pairs, section_comparisons
 from ndcg_spark.report.sections_contract import section_contract
+from ndcg_spark.report.sections_first import section_first_screen
 from ndcg_spark.report.sections_run import section_distributions, section_overall, section_slices
+from ndcg_spark.report.sections_trend import overall_trend, section_trend
 
 __all__ = ["CONTENT_SECURITY_POLICY", "RUN_PAGE", "render_html", "render_pages"]
 
@@ -49,6 +51,15 @@ th{background:#f1f4f9}td.l,th.l{text-align:left}
 .small{color:#8a6d00}.grid{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #e1e6ee;padding:6px;border-radius:4px}
 svg text{font-family:inherit;font-size:11px;fill:#1d2330}svg .muted{fill:#6b7587}
 code{background:#f1f4f9;padding:1px 4px;border-radius:3px}details{margin:8px 0}
+section.first{border:1px solid #dde3ec;border-radius:6px;padding:2px 14px 4px;margin:12px 0 8px}
+h2.first{margin:10px 0 6px;border:0;padding:0;font-size:1.25em}.first table{margin:4px 0 8px}
+.big{font-size:1.15em}ul.verdicts{margin:4px 0 8px;padding-left:20px}ul.verdicts li{margin:2px 0}
+.better{color:#1e7b34}.worse{color:#c0392b}.no-clear-difference,.no-interval{color:#5b6577}
+.flag{color:#a93226;font-weight:600}.brk{color:#8a6d00}td.below{background:#fdecea;border-left:4px solid #c0392b}
+.below-key{color:#c0392b;font-weight:600}.legend{font-size:.85em;margin:0 0 8px}
+.card.trend{margin:10px 0}.series{display:flex;flex-wrap:wrap;gap:4px 16px;align-items:flex-start}
+.series .notes{flex:1;min-width:280px;padding-top:20px}.note{font-size:.85em;font-weight:normal;margin:2px 0}
+.card.trend table{font-size:.84em}.card.trend td.wrap{min-width:200px}.card.trend details{overflow-x:auto}
 """
 
 
@@ -61,9 +72,11 @@ def render_html(data: Mapping[str, Any]) -> str:
         As :func:`~ndcg_spark.report.data.collect_report_data` returns it: ``run_id``;
         ``aggregates``, ``audit``, ``comparisons`` (rows of those tables as dicts); ``histograms``
         (rows of :func:`~ndcg_spark.report.data.histograms`); ``metadata`` (the run-metadata row or
-        None); optional ``run_status`` (a notice unless ``complete``; leave the key out when
-        unknown), ``bins``, ``chart_k``, ``contract_from_config``, ``config_file``,
-        ``generated_at``. Missing sections are left out.
+        None); optional ``trend`` (trend rows of the overall slice for the last runs: the trend
+        charts and, on the first screen, the change from the previous comparable night),
+        ``run_status`` (a notice unless ``complete``; leave the key out when unknown), ``bins``,
+        ``chart_k``, ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections
+        are left out.
 
     Returns
     -------
@@ -76,7 +89,9 @@ def render_html(data: Mapping[str, Any]) -> str:
     title = f"NDCG@K {'comparison' if only_comparison else 'report'} — run {run_id}"
     body = [f"<h1>{escape(title)}</h1>", *_page_head(data)]
     if aggs:
+        body += section_first_screen(data)
         body += section_overall(aggs)
+        body += section_trend(data)
     body += section_comparisons(data)
     if aggs:
         body += section_slices(data)
@@ -96,7 +111,8 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
     pools = sorted({str(r.get("pool_version")) for r in aggs})
     out = [f"<p class='sub'>run {escape(run_id)}" + (f" · pool version {escape(', '.join(pools))}" if pools else "")
            + " · static page: no scripts, nothing fetched.</p>"]
-    nav = [("overall", "Overall"), ("slices", "Slices"), ("distributions", "Distributions"),
+    trend = [("trend", "Trend")] if overall_trend(data) else []
+    nav = [("overall", "Overall"), *trend, ("slices", "Slices"), ("distributions", "Distributions"),
            ("contract", "Contract & accounting")] if aggs else [("contract", "Contract & accounting")]
     out.append("<p>" + " · ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t in nav) + "</p>")
     if "run_status" in data and data.get("run_status") != "complete":

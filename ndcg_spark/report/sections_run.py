@@ -16,8 +16,6 @@ from ndcg_spark.report.format import (
     OVERALL,
     escape,
     fmt_count,
-    fmt_delta,
-    fmt_interval,
     fmt_mean,
     is_true,
     mean_cell,
@@ -69,7 +67,7 @@ def _means_and_counts(r: Row) -> str:
 
 
 def section_slices(data: Mapping[str, Any]) -> list[str]:
-    """Per slice dimension: the audit's call-outs, one chart per system at the chart K, every row in a table."""
+    """Per slice dimension: a chart per system at the chart K (the audit's worst slice red), every row in a table."""
     aggs, audit_rows = data.get("aggregates") or [], data.get("audit") or []
     dims = sorted({r.get("slice_dimension") for r in aggs if r.get("slice_dimension") != OVERALL}, key=str)
     if not dims:
@@ -80,42 +78,17 @@ def section_slices(data: Mapping[str, Any]) -> list[str]:
            f"<p class='sub'>Per slice dimension, macro NDCG@{escape(k)} of every slice with its interval against the "
            f"overall mean (dashed). <span class='small'>Hollow amber: a small slice</span> (fewer than "
            f"{escape(fmt_count(min_el))} eligible requests: reported, not ranked). <b style='color:{RED}'>Red</b>: the "
-           "worst ranked slice (the audit); its call-out is red when its whole interval lies below the overall "
-           "mean (a screening flag: the worst of several is low partly by selection). Every K is in the tables.</p>"]
+           "worst ranked slice (the audit; every K's worst slice, with its gap to the overall mean, is in the "
+           "<a href='#first-screen'>table at the top</a>). Every slice at every K is in the tables.</p>"]
     systems = sorted({(r.get("system"), r.get("pool_version")) for r in aggs}, key=lambda s: tuple(map(str, s)))
     for dim in dims:
         out.append(f"<h3>{escape(dim)}</h3>")
-        # call-outs: the audit rows at every K, charts at the chart K
-        for a in sorted((a for a in audit_rows if a.get("slice_dimension") == dim),
-                        key=lambda a: sort_key(a, "system", "pool_version", "k")):
-            out.append(_worst_slice_callout(dim, a))
         out.append("<div class='grid'>")
         for system, pool in systems:
             out += _slice_chart(aggs, audit_rows, dim, system, pool, k)
         out.append("</div>")
         out += _slice_table(aggs, dim)
     return out
-
-
-def _worst_slice_callout(dim: Any, a: Row) -> str:
-    """The audit row of one system x K for ``dim``: its worst slice and whether it lies below the overall."""
-    if a.get("worst_slice_value") is None and a.get("worst_macro_ndcg") is None:
-        return (f"<div class='ok'>{escape(a.get('system'))} @{escape(a.get('k'))}: no slice of {escape(dim)} has "
-                f"enough eligible requests to rank ({escape(a.get('n_slices_ranked'))} of "
-                f"{escape(a.get('n_slices'))}).</div>")
-    below = is_true(a.get("ci_below_overall"))
-    return (
-        f"<div class='{'callout' if below else 'ok'}'>Worst slice of <b>{escape(dim)}</b> "
-        f"for <b>{escape(a.get('system'))}</b> "
-        f"@{escape(a.get('k'))}: <b>{escape(a.get('worst_slice_value'))}</b> — "
-        f"<span class='num'>{escape(fmt_mean(a.get('worst_macro_ndcg')))}</span> "
-        f"<span class='ci'>{escape(fmt_interval(a.get('worst_ci_low'), a.get('worst_ci_high')))}</span>, "
-        f"{escape(fmt_count(a.get('worst_n_eligible')))} eligible; gap {escape(fmt_delta(a.get('gap_to_overall')))} "
-        f"to the overall {escape(fmt_mean(a.get('overall_macro_ndcg')))}"
-        + ("; <b>its whole interval lies below the overall mean</b>." if below
-           else "; its interval reaches the overall mean (within the noise at this sample size).")
-        + f" ({escape(a.get('n_slices_ranked'))} of {escape(a.get('n_slices'))} slices ranked.)</div>"
-    )
 
 
 def _slice_chart(aggs: Sequence[Row], audit_rows: Sequence[Row], dim: Any, system: Any, pool: Any,
