@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands, each doing all its own set-up on a fresh machine:
-#   bash dev.sh demo    set up, write the sample data, run the nightly job on local Spark
+#   bash dev.sh demo    set up, write the sample data, publish two earlier demo nights (jobs/demo_nights.py),
+#                       run the nightly job on local Spark
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark) or e2e (whole jobs through the console script)
@@ -31,6 +32,8 @@ shift || true
 case "$cmd" in
   demo)
     [ -d data/sample/candidates ] || .venv/bin/ndcg-spark sample --out data/sample
+    # two earlier nights (an older contract, more no-answer traffic) so the trend shows something
+    .venv/bin/python jobs/demo_nights.py --config conf/local.yaml
     .venv/bin/ndcg-spark run --config conf/local.yaml "$@"
     ;;
   test)

@@ -39,12 +39,22 @@ def _parser() -> argparse.ArgumentParser:
     with_config("aggregate", "stage 2: aggregate a scored run (means, intervals, slices, audit, run metadata)")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
+    trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
+    trend.add_argument("--config", required=True, help="job YAML (see conf/)")
+    window = trend.add_mutually_exclusive_group()
+    window.add_argument("--last", type=int, help="the last N published runs (default: the YAML's trend.last, else all)")
+    window.add_argument("--since", help="the runs whose run id is >= SINCE (e.g. 2026-11-01)")
+    trend.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
     sample.add_argument("--seed", type=int, default=7)
     sample.add_argument(
         "--dense-pool", action="store_true", help="also a third ranker, dense, over its own candidate pool"
+    )
+    sample.add_argument(
+        "--no-positive-share", type=float, default=0.10,
+        help="share of requests with no positive grade (no-answer traffic; default 0.10)",
     )
     sample.add_argument("--debug", action="store_true", help="show the full trace on failure")
     return parser
@@ -83,20 +93,38 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
         return _sample(args, master_from_config)
     from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
     from ndcg_spark.job.run import run_job
-    from ndcg_spark.job.session import build_session
 
     config = JobConfig.from_yaml(args.config)
+    if args.command == "trend":
+        return _trend(args, config, master_from_config)
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
-    spark = build_session(
+    spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config)
+    # the stages' lines are printed as soon as the stages are done, before the report is written
+    outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)))
+    _print(_report_lines(outcome.report))
+    return 0
+
+
+def _session(config, app_name: str, master_from_config: bool):
+    from ndcg_spark.job.session import build_session
+
+    return build_session(
         master=config.spark.master if master_from_config else None,
-        app_name=f"ndcg-spark {args.command} {run_id}",
+        app_name=app_name,
         warehouse_dir=config.spark.warehouse_dir,
         shuffle_partitions=config.spark.shuffle_partitions,
         conf=dict(config.spark.conf),
     )
-    # the stages' lines are printed as soon as the stages are done, before the report is written
-    outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)))
-    _print(_report_lines(outcome.report))
+
+
+def _trend(args: argparse.Namespace, config, master_from_config: bool) -> int:
+    from ndcg_spark.job.trends import trend_rows
+    from ndcg_spark.report.text import format_trend
+
+    spec = config.trend_spec().narrowed(last=args.last, since=args.since)
+    spark = _session(config, "ndcg-spark trend", master_from_config)
+    rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
+    print(format_trend([r.asDict() for r in rows]))
     return 0
 
 
@@ -106,7 +134,8 @@ def _sample(args: argparse.Namespace, master_from_config: bool) -> int:
 
     spark = build_session(master="local[*]" if master_from_config else None, app_name="ndcg-spark sample")
     started = time.perf_counter()
-    paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool)
+    paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool,
+                         no_positive_share=args.no_positive_share)
     print(f"sample data ({args.requests} requests, seed {args.seed}) written in {time.perf_counter() - started:.1f} s:")
     for name, path in paths.items():
         print(f"  {name:<11} {path}")
@@ -120,7 +149,13 @@ def _print(lines: list[str]) -> None:
 
 def _stage_lines(outcome: RunOutcome) -> list[str]:
     """What the stages wrote: publication, stage 1 and its row accounting, the closing summary."""
-    from ndcg_spark.report.text import aggregate_summary, aggregate_written, format_comparison, per_request_summary
+    from ndcg_spark.report.text import (
+        aggregate_summary,
+        aggregate_written,
+        format_comparison,
+        night_over_night,
+        per_request_summary,
+    )
 
     scored, aggregated, compared = outcome.scored, outcome.aggregated, outcome.compared
     lines = []
@@ -132,6 +167,11 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
         where = aggregated.target.describe()
         lines.append(aggregate_written(aggregated.run_id, where, aggregated.row_counts, aggregated.seconds))
         lines.append(aggregate_summary(outcome.overall, outcome.worst_slices))
+        if outcome.trended is not None:
+            trended = outcome.trended
+            where = trended.target.describe()
+            lines.append(f"trend table {trended.rows_written} rows -> {where} ({trended.seconds:.1f} s)")
+            lines.append(night_over_night(outcome.trend_overall))
     elif scored is not None:
         lines.append(per_request_summary(outcome.per_request_means))
     if compared is not None:

@@ -249,6 +249,7 @@ def sql_results(spark, checkout):
         spark.catalog.dropTempView(name)
 
 
+@pytest.mark.e2e
 def test_sql_examples_run_on_a_written_run(sql_results):
     assert sql_results, "the docs should carry SQL examples"
     empty = [f"{block.where()}: {statement[:60]}…" for block, statement, rows in sql_results
@@ -256,6 +257,7 @@ def test_sql_examples_run_on_a_written_run(sql_results):
     assert not empty, f"queries that return no rows on the example run: {empty}"
 
 
+@pytest.mark.e2e
 def test_dashboard_sql_gives_the_aggregate_tables_overall_means(sql_results):
     by_query = {statement: rows for _, statement, rows in sql_results}
     dashboard = next(rows for statement, rows in by_query.items() if "avg(p.ndcg)" in statement)
@@ -294,6 +296,8 @@ def _check_sections(config, section: dict) -> None:
         config.report_spec()
     if "aggregate" in section:
         config.aggregate_spec()
+    if "trend" in section:
+        config.trend_spec()
 
 
 YAML_BLOCKS = [b for p in PAGES for b in blocks(p, "yaml")]
@@ -413,6 +417,7 @@ WRITTEN = {
     "AUDIT_COLUMNS": "audit",
     "RUN_METADATA_SCHEMA": "run_metadata",
     "COMPARISON_COLUMNS": "comparison",
+    "TREND_COLUMNS": "trend",
     "RUN_STATUS_SCHEMA": "run_status",
 }
 
@@ -463,7 +468,7 @@ def _column_names(dotted: str) -> list[str]:
 
 def test_every_documented_table_lists_the_codes_columns_in_order():
     tables = documented_tables()
-    assert len(tables) == 8, [t.heading for t in tables]
+    assert len(tables) == 9, [t.heading for t in tables]
     for table in tables:
         assert table.constants, f"{table.heading}: name the code's column list above the table"
         expected = [c for dotted in table.constants for c in _column_names(dotted)]

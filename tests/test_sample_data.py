@@ -267,3 +267,26 @@ def test_import_starts_no_spark() -> None:
         "assert SparkSession.getActiveSession() is None\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_no_positive_share_moves_only_which_requests_have_no_positive(spark) -> None:
+    """``no_positive_share`` (the demo's no-answer night): the same requests and attributes, more
+    requests without a positive grade, and every request that keeps a positive keeps its judgments."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.sample.generate import generate
+
+    plain = generate(spark, n_requests=400, seed=3)
+    more = generate(spark, n_requests=400, seed=3, no_positive_share=0.3)
+    assert more.attributes.exceptAll(plain.attributes).count() == 0 and plain.attributes.count() == 400
+
+    def with_positive(data):
+        return {r.request_id for r in data.judgments.filter(F.col("grade") > 0).select("request_id").distinct().collect()}
+
+    kept, before = with_positive(more), with_positive(plain)
+    assert kept < before  # a strict subset: only requests lost their positives
+    assert 0.2 < 1 - len(kept) / 400 < 0.4 and 1 - len(before) / 400 < 0.2
+    same = more.judgments.filter(F.col("request_id").isin(sorted(kept)))
+    assert same.exceptAll(plain.judgments.filter(F.col("request_id").isin(sorted(kept)))).count() == 0
+    with pytest.raises(ValueError, match="no_positive_share"):
+        generate(spark, n_requests=4, no_positive_share=1.0)

@@ -22,6 +22,7 @@ from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.report_spec import ReportSpec
+from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 
@@ -44,9 +45,10 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-_SECTIONS = ("aggregate", "compare", "validation", "report")
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
-_OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "report_dir"}
+_OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "trend",
+            "report_dir"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -274,3 +276,7 @@ class JobConfig:
     def report_spec(self) -> ReportSpec:
         """The ``report:`` section as a :class:`~ndcg_spark.config.report_spec.ReportSpec`."""
         return ReportSpec.from_dict(self.section("report"))
+
+    def trend_spec(self) -> TrendSpec:
+        """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
+        return TrendSpec.from_dict(self.section("trend"))

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.io import output_exists, read_run
+from ndcg_spark.job.trends import trend_rows
 from ndcg_spark.report.data import ReportSources, collect_report_data
 from ndcg_spark.report.format import safe_name
 from ndcg_spark.report.html import RUN_PAGE, render_pages
@@ -59,8 +60,20 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         run_metadata=written(config.output("run_metadata")),
         comparison=written(config.output("comparison")),
         run_status=written(config.run_status()),
+        trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),
     )
+
+
+#: runs a report's trend charts show when the YAML's ``trend.last`` does not say
+REPORT_TREND_RUNS = 14
+
+
+def _report_trend(spark: SparkSession, config: JobConfig, run_id: str):
+    """The overall trend rows of the last runs up to ``run_id`` (the published ones, and this one)."""
+    spec = config.trend_spec()
+    spec = spec.narrowed(last=spec.last or REPORT_TREND_RUNS)
+    return trend_rows(spark, config, spec, including=run_id, up_to=run_id).filter("slice_dimension = 'overall'")
 
 
 def write_report(spark: SparkSession, config: JobConfig, run_id: str) -> Path:

@@ -36,6 +36,7 @@ from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.io import read_run
 from ndcg_spark.job.publish import publishing
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
+from ndcg_spark.job.trends import TrendResult, trend_stage
 from ndcg_spark.job.stages import (
     AggregateResult,
     CompareResult,
@@ -86,6 +87,10 @@ class RunOutcome:
     #: the overall rows of the aggregate table, and the worst slice per dimension (audit rows)
     overall: tuple[dict[str, Any], ...] = ()
     worst_slices: tuple[dict[str, Any], ...] = ()
+    #: this run's rows of the trend table (``outputs.trend``, written with stage 2)
+    trended: TrendResult | None = None
+    #: this run's overall trend rows: the change from the previous comparable night, flags, breaks
+    trend_overall: tuple[dict[str, Any], ...] = ()
     #: the comparison (``compare``)
     compared: CompareResult | None = None
     #: the HTML report, or None when the command writes none
@@ -141,6 +146,7 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
     ``report:`` section or folder under ``compare``."""
     if stage2:
         stage2_plan(config)
+        config.trend_spec()
         if command == "aggregate":
             stage2_input(spark, config, run_id)
     if command == "compare" and report_configured(config):
@@ -151,19 +157,24 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
 def _published_stages(spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool) -> RunOutcome:
     """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, then
     the rows of the closing summary read back from what was written."""
-    scored = aggregated = None
+    scored = aggregated = trended = None
     with publishing(spark, config.run_status(), run_id) as status:  # 'running' first, 'complete' written last
         if command != "aggregate":
             scored = score_stage(spark, config, run_id)
         if stage2:
             counts = scored.metadata_counts() if scored is not None else {}
             aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
-    outcome = RunOutcome(command, run_id, published=status, scored=scored, aggregated=aggregated)
+            trended = trend_stage(spark, config, run_id)
+    outcome = RunOutcome(command, run_id, published=status, scored=scored, aggregated=aggregated, trended=trended)
     if aggregated is None:
         means = summarize_per_request(read_run(spark, scored.target, run_id))
         return replace(outcome, per_request_means=tuple(means))
     overall, audit = stage2_summary(spark, aggregated)
-    return replace(outcome, overall=tuple(overall), worst_slices=tuple(audit))
+    outcome = replace(outcome, overall=tuple(overall), worst_slices=tuple(audit))
+    if trended is None:
+        return outcome
+    night = read_run(spark, trended.target, run_id).filter("slice_dimension = 'overall'")
+    return replace(outcome, trend_overall=tuple(r.asDict() for r in night.orderBy("system", "pool_version", "k").collect()))
 
 
 def _report(spark: SparkSession, config: JobConfig, command: str, run_id: str) -> ReportOutcome | None:

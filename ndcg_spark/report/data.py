@@ -38,6 +38,9 @@ class ReportSources:
         Shown when given (None: not configured or not written; the page says they are missing).
     run_status : DataFrame, optional
         The run's run-status rows: the page warns unless the run is published. None: not checked.
+    trend : DataFrame, optional
+        Trend rows (:func:`ndcg_spark.trend.series.trend`) of the overall slice for the last runs
+        up to this one: the page's trend charts and the change from the previous comparable night.
     where : str
         Where the aggregate rows were read from, named in the error when they are empty.
     """
@@ -48,6 +51,7 @@ class ReportSources:
     run_metadata: DataFrame | None = None
     comparison: DataFrame | None = None
     run_status: DataFrame | None = None
+    trend: DataFrame | None = None
     where: str = "the aggregate table"
 
 
@@ -147,6 +151,7 @@ def collect_report_data(
         "metadata": metadata[0] if metadata else None,
         "contract_from_config": None if contract is None else contract.to_dict(),
         "comparisons": comparisons,
+        "trend": _rows(sources.trend) if sources.trend is not None else [],
         "histograms": hist,
         "config_file": config_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

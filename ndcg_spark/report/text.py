@@ -1,8 +1,8 @@
 """The closing lines of the command line as text: rows in, a string out (pure Python, no Spark).
 
 ``ndcg-spark score`` ends with :func:`per_request_summary`, ``run`` and ``aggregate`` with
-:func:`aggregate_written` and :func:`aggregate_summary`, ``compare`` with
-:func:`format_comparison`. The rows are plain mappings (``Row.asDict()``), so every summary can
+:func:`aggregate_written`, :func:`aggregate_summary` and :func:`night_over_night`, ``compare``
+with :func:`format_comparison`, ``trend`` with :func:`format_trend`. The rows are plain mappings (``Row.asDict()``), so every summary can
 be checked without a session.
 
 Examples
@@ -26,7 +26,8 @@ from typing import Any
 
 from ndcg_spark.report.format import OVERALL
 
-__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "per_request_summary"]
+__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "format_trend", "night_over_night",
+           "per_request_summary"]
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -257,3 +258,64 @@ def _smallest_slice_deltas(rows: Rows, k: int, min_paired: Any) -> list[str]:
             f"p {_number(worst['p_value_macro'], '{:.3f}')}, {worst['n_paired']:,} paired"
         )
     return lines
+
+
+# --- night over night ----------------------------------------------------------------------
+
+_FLAGS = {
+    "moved": "MOVED: its interval does not overlap the previous night's",
+    "moved_with_empty_ideal_shift": "MOVED, but the empty-ideal share moved too: may be traffic, not ranking",
+    "empty_ideal_shift": "the empty-ideal share moved: check the no-answer traffic",
+}
+
+
+def _change(r: Mapping[str, Any]) -> str:
+    """The change from the previous comparable night, the break's reason, or ``first run``."""
+    if r.get("previous_run_id") is None:
+        return "first run"
+    if not r.get("comparable"):
+        return f"BREAK ({r.get('break_reason')})"
+    share = r.get("empty_ideal_share_change")
+    moved = f"; {_FLAGS[r['flag']]}" if r.get("flag") else ""
+    return (f"{_signed(r.get('delta_macro'))} vs {r['previous_run_id']} (empty-ideal share "
+            f"{_number(None if share is None else 100 * share, '{:+.1f}')} pts){moved}")
+
+
+def night_over_night(rows: Rows) -> str:
+    """One line per system x K of a run's overall trend rows: the change from the previous
+    comparable night, or why there is none.
+
+    >>> print(night_over_night([{"system": "bm25", "pool_version": "p1", "k": 10, "macro_ndcg": 0.52,
+    ...     "previous_run_id": "2026-11-27", "comparable": True, "delta_macro": -0.08,
+    ...     "empty_ideal_share_change": 0.081, "flag": "moved_with_empty_ideal_shift"}]))
+    night over night (overall macro NDCG; comparable: same contract and pool version):
+      bm25       p1                  10  0.5200  -0.0800 vs 2026-11-27 (empty-ideal share +8.1 pts); MOVED, but the empty-ideal share moved too: may be traffic, not ranking
+    """
+    lines = ["night over night (overall macro NDCG; comparable: same contract and pool version):"]
+    for r in rows:
+        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
+                     f"{_number(r.get('macro_ndcg'))}  {_change(r)}")
+    return "\n".join(lines)
+
+
+def format_trend(rows: Rows) -> str:
+    """``ndcg-spark trend``: per system x pool x K, one line per published run (overall slice):
+    the macro NDCG with its interval and denominators, the empty-ideal share and the change.
+
+    >>> print(format_trend([{"run_id": "2026-11-28", "system": "bm25", "pool_version": "p1", "k": 10,
+    ...     "macro_ndcg": 0.52, "macro_ci_low": 0.5, "macro_ci_high": 0.54, "n_eligible": 82, "n_requests": 100,
+    ...     "empty_ideal_share": 0.18, "previous_run_id": None}]))
+    system     pool                 k run          macro NDCG [interval]     eligible/all empty-ideal  change
+    bm25       p1                  10 2026-11-28   0.5200 [0.5000, 0.5400]         82/100       18.0%  first run
+    """
+    if not rows:
+        return "no published run in the aggregate table yet"
+    lines = [f"{'system':<10} {'pool':<18} {'k':>3} {'run':<12} {'macro NDCG [interval]':<25} {'eligible/all':>12} "
+             f"{'empty-ideal':>11}  change"]
+    for r in rows:
+        share = r.get("empty_ideal_share")
+        mean = _mean(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
+        lines.append(f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
+                     f"{str(r.get('n_eligible')) + '/' + str(r.get('n_requests')):>12} "
+                     f"{_number(None if share is None else 100 * share, '{:.1f}%'):>11}  {_change(r)}")
+    return "\n".join(lines)

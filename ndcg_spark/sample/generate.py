@@ -61,7 +61,7 @@ from ndcg_spark.sample.rankings import (
     shared_pool_candidates,
 )
 from ndcg_spark.sample.request_types import REQUEST_TYPES, RequestType
-from ndcg_spark.sample.requests import request_table
+from ndcg_spark.sample.requests import NO_POSITIVE_SHARE, request_table
 
 __all__ = [
     "DENSE_POOL_VERSION",
@@ -93,6 +93,7 @@ def generate(
     *,
     num_partitions: int | None = None,
     dense_pool: bool = False,
+    no_positive_share: float = NO_POSITIVE_SHARE,
 ) -> SampleData:
     """Generate maintenance-search sample data: candidates of two systems, judgments, attributes.
 
@@ -105,6 +106,9 @@ def generate(
     dense_pool : also rank a third system, ``dense``, over its *own* candidate pool
         (:data:`DENSE_POOL_VERSION`; see :mod:`~ndcg_spark.sample.rankings`), to demonstrate the
         comparison's pool guard. ``False`` leaves the output exactly as without it.
+    no_positive_share : the share of requests whose judged grades are all 0 (empty ideal: the
+        no-answer traffic), default 0.10. Another value changes only which requests have no
+        positive (the same draws decide it), e.g. a night with more no-answer traffic.
 
     Returns
     -------
@@ -140,7 +144,11 @@ def generate(
     only showing top 4 rows
     """
     _check_arguments(n_requests, seed, num_partitions)
-    requests = request_table(spark, n_requests, seed, num_partitions)
+    if isinstance(no_positive_share, bool) or not isinstance(no_positive_share, (int, float)) or not (
+        0 <= no_positive_share < 1
+    ):
+        raise ValueError(f"no_positive_share: must be a number from 0 to below 1, got {no_positive_share!r}")
+    requests = request_table(spark, n_requests, seed, num_partitions, no_positive_share)
     pool = document_pool(requests, seed)
     judgments = pool.filter(F.col("judged")).select("request_id", "doc_id", F.col("grade").cast("double"))
     candidates = shared_pool_candidates(pool, seed)
@@ -168,6 +176,7 @@ def write_sample(
     seed: int = 7,
     *,
     dense_pool: bool = False,
+    no_positive_share: float = NO_POSITIVE_SHARE,
 ) -> dict[str, str]:
     """Generate sample data and write it as Parquet folders ``candidates/``, ``judgments/``, ``attributes/``.
 
@@ -178,7 +187,7 @@ def write_sample(
     ----------
     spark : the session.
     out_dir : folder to write under (created if missing).
-    n_requests, seed, dense_pool : as for :func:`generate`.
+    n_requests, seed, dense_pool, no_positive_share : as for :func:`generate`.
 
     Returns
     -------
@@ -198,7 +207,7 @@ def write_sample(
     """
     root = Path(out_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    data = generate(spark, n_requests=n_requests, seed=seed, dense_pool=dense_pool)
+    data = generate(spark, n_requests=n_requests, seed=seed, dense_pool=dense_pool, no_positive_share=no_positive_share)
     paths: dict[str, str] = {}
     for name, df in (("candidates", data.candidates), ("judgments", data.judgments), ("attributes", data.attributes)):
         path = str(root / name)

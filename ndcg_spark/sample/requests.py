@@ -21,7 +21,7 @@ from ndcg_spark.sample.request_types import (
     sample_shares,
 )
 
-_NO_POSITIVE_SHARE = 0.10  # requests whose judged grades are all 0
+NO_POSITIVE_SHARE = 0.10  # requests whose judged grades are all 0 (the default)
 _RETRIEVAL_MISS_SHARE = 0.03  # requests whose only positives were not retrieved
 _SINGLE_CANDIDATE_SHARE = 0.02
 _MIN_CANDIDATES, _MAX_CANDIDATES = 5, 30
@@ -37,25 +37,29 @@ _U = {name: "u_" + name.replace(".", "_") for name in _DRAWS}
 _TYPE_AT = "type_idx + 1"
 
 
-def request_table(spark: SparkSession, n_requests: int, seed: int, num_partitions: int | None) -> DataFrame:
-    """One row per request: attributes plus the hidden knobs of its candidates and judgments."""
+def request_table(
+    spark: SparkSession, n_requests: int, seed: int, num_partitions: int | None,
+    no_positive_share: float = NO_POSITIVE_SHARE,
+) -> DataFrame:
+    """One row per request: attributes plus the hidden knobs of its candidates and judgments.
+    ``no_positive_share`` moves only the requests whose grades are all 0 (no-answer traffic)."""
     requests = spark.range(0, n_requests, 1, num_partitions).select(
         F.col("id").alias("rid"),
         F.format_string("req-%07d", F.col("id")).alias("request_id"),
         *[F.expr(uniform(seed, name, "id")).alias(column) for name, column in _U.items()],
     )
-    for level in (_type_and_pool_size(), _type_attributes(), _unretrieved_and_age(), _difficulty()):
+    for level in (_type_and_pool_size(no_positive_share), _type_attributes(), _unretrieved_and_age(), _difficulty()):
         requests = requests.withColumns(sql_columns(level))
     return requests.drop(*_U.values())
 
 
-def _type_and_pool_size() -> dict[str, str]:
+def _type_and_pool_size(no_positive_share: float) -> dict[str, str]:
     """Level 1: the request type, permission group, positives and candidate-pool size."""
     n_span = _MAX_CANDIDATES - _MIN_CANDIDATES + 1
     return {
         "type_idx": choice(_U["type"], sample_shares()),
         "permission_group": choice(_U["permission"], PERMISSION_GROUPS),
-        "no_positive": f"{_U['no_positive']} < {double_literal(_NO_POSITIVE_SHARE)}",
+        "no_positive": f"{_U['no_positive']} < {double_literal(no_positive_share)}",
         "positive_rate": f"0.15D + 0.45D * {_U['positive_rate']}",
         "n_candidates": (
             f"CASE WHEN {_U['n_candidates']} < {double_literal(_SINGLE_CANDIDATE_SHARE)} THEN 1"
@@ -67,7 +71,7 @@ def _type_and_pool_size() -> dict[str, str]:
 
 def _type_attributes() -> dict[str, str]:
     """Level 2: what the request type implies (name, rarity, traffic weight), and retrieval misses."""
-    miss_given_positive = _RETRIEVAL_MISS_SHARE / (1.0 - _NO_POSITIVE_SHARE)
+    miss_given_positive = _RETRIEVAL_MISS_SHARE / (1.0 - NO_POSITIVE_SHARE)
     traffic = array_literal([float(t.monthly_searches) for t in REQUEST_TYPES])
     return {
         "request_type": f"element_at({array_literal([t.name for t in REQUEST_TYPES])}, {_TYPE_AT})",

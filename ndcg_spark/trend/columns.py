@@ -1,0 +1,41 @@
+"""The columns of the trend (``ndcg-spark trend``, ``outputs.trend``)."""
+
+from __future__ import annotations
+
+from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS
+
+__all__ = ["MEANS_AND_DENOMINATORS", "SERIES_KEYS", "TREND_COLUMNS"]
+
+#: One series: a system's NDCG at one K in one slice, night after night.
+SERIES_KEYS = ("system", "k", "slice_dimension", "slice_value")
+
+#: The aggregate row's means, intervals and denominators (``macro_ndcg`` … ``n_requests``), carried as they are.
+MEANS_AND_DENOMINATORS = AGGREGATE_COLUMNS[
+    AGGREGATE_COLUMNS.index("macro_ndcg"): AGGREGATE_COLUMNS.index("n_requests") + 1
+]
+
+#: The columns of the trend, in order.
+TREND_COLUMNS = (
+    "run_id",
+    "system",
+    "pool_version",
+    "k",
+    "slice_dimension",
+    "slice_value",
+    "contract_fingerprint",
+    *MEANS_AND_DENOMINATORS,
+    "empty_ideal_share",
+    "unjudged_share",
+    "below_min_eligible",
+    "previous_run_id",
+    "comparable",
+    "break_reason",
+    "delta_macro",
+    "delta_weighted",
+    "empty_ideal_share_change",
+    "moved_macro",
+    "moved_weighted",
+    "empty_ideal_shifted",
+    "flag",
+    "max_empty_ideal_shift",
+)
