@@ -4,7 +4,7 @@
 #                       run the nightly job on local Spark
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
-#                           benchmark) or e2e (whole jobs through the console script)
+#                           benchmark, simulations, fuzzing) or e2e (whole jobs through the console script)
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.

@@ -8,7 +8,8 @@ Lanes (``pyproject.toml``): ``bash dev.sh test`` runs everything (CI runs exactl
 ``bash dev.sh test-fast`` (= ``bash dev.sh test -m "not slow and not e2e"``) leaves out the tests
 marked ``e2e`` (whole jobs through the console script or the job's stages: shipped configs, the
 docs' commands, re-runs, faults) and ``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
-spark-sql), a browser or a benchmark.
+spark-sql), a browser or a benchmark, or repeat a check many times (coverage and p-value
+simulations, fuzzing, bit-identity under repartitioning).
 """
 
 from __future__ import annotations

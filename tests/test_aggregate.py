@@ -303,6 +303,7 @@ def _assert_coverage(row, *, datasets: int, band: tuple[float, float], eligible:
     assert row["width"] == pytest.approx(2 * 1.96 * math.sqrt(4 / 45) / math.sqrt(eligible), rel=rel_width), message
 
 
+@pytest.mark.slow
 def test_interval_covers_the_true_mean_at_about_the_declared_rate(spark):
     """200 simulated datasets of 60 requests (about 54 eligible), evaluated in one Spark job as
     200 slices; 95% percentile intervals from 200 replicates each. Coverage of a percentile
@@ -328,6 +329,7 @@ def test_random_group_intervals_cover_large_slices_at_about_the_declared_rate(sp
     _assert_coverage(_coverage(out), datasets=150, band=(0.88, 0.995), eligible=540, rel_width=0.25)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("buckets", [0, 16], ids=["request-bootstrap", "random-groups"])
 def test_same_seed_same_output_whatever_the_partitioning(spark, buckets):
     table = _simulated(spark, datasets=4, requests=50, seed=2)

@@ -369,6 +369,7 @@ def _ks_uniform(ps: list[float]) -> float:
     return max(max((i + 1) / n - p, p - i / n) for i, p in enumerate(ps))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["macro", "weighted"])
 def test_under_the_null_the_p_values_are_roughly_uniform(simulation, which) -> None:
     ps = [r[f"p_value_{which}"] for v, r in simulation.items() if v.startswith("null-")]
@@ -381,6 +382,7 @@ def test_under_the_null_the_p_values_are_roughly_uniform(simulation, which) -> N
     assert _ks_uniform(ps) < 1.63 / math.sqrt(N_NULL)
 
 
+@pytest.mark.slow
 def test_under_the_null_the_interval_covers_zero_at_about_its_level(simulation) -> None:
     null = [r for v, r in simulation.items() if v.startswith("null-")]
     covered = sum(r["delta_macro_ci_low"] <= 0.0 <= r["delta_macro_ci_high"] for r in null) / len(null)
@@ -389,6 +391,7 @@ def test_under_the_null_the_interval_covers_zero_at_about_its_level(simulation) 
     assert 0.87 <= covered <= 0.99
 
 
+@pytest.mark.slow
 def test_a_real_improvement_gives_small_p_values(simulation) -> None:
     effect = [r for v, r in simulation.items() if v.startswith("effect-")]
     assert len(effect) == N_EFFECT
@@ -402,6 +405,7 @@ def test_a_real_improvement_gives_small_p_values(simulation) -> None:
     assert simulation["all"]["p_value_macro"] == pytest.approx(1 / (R + 1), abs=EPS)
 
 
+@pytest.mark.slow
 def test_same_seed_same_bits_whatever_the_partitioning_other_seed_other_draws(spark) -> None:
     """Every sum of the comparison (means, observed and permuted statistics, replicate sums) is an
     exact fixed-point sum, so the table is the same bits however its inputs are partitioned and

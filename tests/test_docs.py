@@ -497,6 +497,7 @@ def _schema(spark, root: Path, table: DocumentedTable) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in df.schema.fields}
 
 
+@pytest.mark.e2e
 def test_documented_column_types_are_the_written_tables(spark, checkout):
     root, _ = checkout
     problems = []

@@ -597,3 +597,58 @@ def test_sample_command_and_its_dense_pool(spark, tmp_path, capsys):
     bm25 = plain.filter("system = 'bm25'").select("request_id", "doc_id")
     assert dense.select("request_id").distinct().count() == 40
     assert dense.exceptAll(bm25).count() > 0 and bm25.exceptAll(dense).count() > 0  # a pool of its own
+
+
+# ----------------------------------------------------------- the job configuration's small promises
+
+
+def test_the_default_run_id_is_todays_utc_date():
+    """README: "`run_id` … else today's UTC date, so re-running a night replaces that night"."""
+    from ndcg_spark.job.config import default_run_id
+
+    assert default_run_id(dt.date(2026, 11, 29)) == "2026-11-29"
+    before = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    assert default_run_id() in {before, dt.datetime.now(dt.timezone.utc).date().isoformat()}
+
+
+def test_debug_shows_the_trace_instead_of_the_paragraph(tmp_path, capsys):
+    """README/docs: every deliberate failure is one paragraph and exit 2; ``--debug`` shows the trace."""
+    from ndcg_spark.errors import ContractError
+
+    missing = str(tmp_path / "nope.yaml")
+    assert main(["score", "--config", missing]) == 2
+    assert capsys.readouterr().err.startswith("ndcg-spark score: failed.\n--config: no such file")
+    with pytest.raises(ContractError, match="no such file"):
+        main(["score", "--config", missing, "--debug"])
+
+
+def test_a_missing_weight_is_an_error_when_default_weight_is_null(spark):
+    """README: "`default_weight` (weight of a request with none, default 1.0; `null` makes that an error)"."""
+    from ndcg_spark.errors import InputError
+    from ndcg_spark.scoring.attributes import Attributes
+
+    cands = spark.createDataFrame([("q1", "a", 1), ("q2", "b", 1)], "request_id string, doc_id string, position int")
+    judged = spark.createDataFrame([("q1", "a", 1.0), ("q2", "b", 2.0)], "request_id string, doc_id string, grade double")
+    attrs = spark.createDataFrame([("q1", 3.0), ("q2", None)], "request_id string, weight double")
+    strict = Attributes(table=attrs, weight="weight", default_weight=None)
+    with pytest.raises(InputError, match=r"request 'q2' has no weight .*rule: weight_missing"):
+        ndcg_spark.score_requests(cands, judged, Contract(k=[1]), attributes=strict).collect()
+    lenient = Attributes(table=attrs, weight="weight", default_weight=0.5)
+    weights = {r.request_id: r.weight for r in ndcg_spark.score_requests(cands, judged, Contract(k=[1]),
+                                                                        attributes=lenient).collect()}
+    assert weights == {"q1": 3.0, "q2": 0.5}
+
+
+def test_aggregate_requires_run_metadata_and_a_bad_spark_conf_names_its_field(tmp_path, capsys):
+    """README: "`ndcg-spark aggregate` requires both" (``outputs.aggregate`` and ``outputs.run_metadata``),
+    and every config error names the dotted path of the bad field."""
+    job = {"version": 1, "inputs": {"candidates": {"path": "c"}},
+           "outputs": {"per_request": {"path": "w/per_request"}, "aggregate": {"path": "w/aggregate"}}}
+    config = tmp_path / "conf" / "job.yaml"
+    config.parent.mkdir()
+    config.write_text(yaml.safe_dump(job), encoding="utf-8")
+    assert main(["aggregate", "--config", str(config), "--run-id", "r1"]) == 2
+    assert "outputs.run_metadata: is required (a path or a table) to write stage 2" in capsys.readouterr().err
+    config.write_text(yaml.safe_dump(job | {"spark": {"conf": 3}}), encoding="utf-8")
+    assert main(["score", "--config", str(config)]) == 2
+    assert "spark.conf: must be a mapping, got int" in capsys.readouterr().err

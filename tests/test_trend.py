@@ -4,6 +4,7 @@ published runs appear -- checked against a plain-Python reading of the rule on r
 from __future__ import annotations
 
 import html
+import json
 import random
 import re
 import subprocess
@@ -309,6 +310,7 @@ def test_three_nights_report_in_chromium_shows_the_trend_tables_numbers(spark, t
     (mean, interval, denominator) and the break's reason; the trend section every night's mean."""
     from ndcg_spark.report.format import fmt_count, fmt_interval, fmt_mean
     from tests.test_report import _chromium, _chromium_args
+    from tests.test_report_trend import _MEASURE
 
     binary = _chromium()
     if binary is None:
@@ -327,3 +329,19 @@ def test_three_nights_report_in_chromium_shows_the_trend_tables_numbers(spark, t
             for expected in (fmt_mean(r.macro_ndcg), fmt_interval(r.macro_ci_low, r.macro_ci_high),
                              fmt_count(r.n_eligible), r.break_reason.split(":")[0]):
                 assert expected in first_screen, (expected, r.system, r.k)
+    # at 1400x900 every headline row is on the first screen (a test-only copy without the CSP, measured)
+    source = page.read_text(encoding="utf-8")
+    csp = re.search(r"<meta http-equiv='Content-Security-Policy'[^>]*>", source).group(0)
+    probe = tmp_path / "probe.html"
+    probe.write_text(source.replace(csp, "").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    window = [a for a in args if not a.startswith("--window-size=")] + ["--window-size=1400,900"]
+    dom = subprocess.run([*window, "--virtual-time-budget=3000", "--dump-dom", probe.as_uri()], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    measured = json.loads(html.unescape(re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S).group(1)))
+    last = [r for r in rows if r.run_id == nights[-1][0]]
+    assert len(measured["items"]) == len(last) == 4  # 2 systems x 2 K
+    for item in measured["items"]:
+        assert 0 <= item["top"] < item["bottom"] <= measured["height"] <= 900, item
+    shown = " ".join(item["text"] for item in measured["items"])
+    for r in last:
+        assert fmt_mean(r.macro_ndcg) in shown and fmt_count(r.n_eligible) in shown

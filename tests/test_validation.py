@@ -364,6 +364,7 @@ def _rows_per_input(frames: dict[str, DataFrame]) -> dict[str, int]:
     return dict(reduce(DataFrame.unionByName, tagged).groupBy("input").count().collect())
 
 
+@pytest.mark.slow
 def test_accounting_invariant_on_a_randomized_dirty_dataset(spark):
     cands, judgs, attrs, (c, j, a) = _random_dirty(spark, random.Random(20261129), 300, raw=True)
     spec = ValidationSpec(default="quarantine", max_quarantined_share=1.0, max_candidates_per_request=5)
@@ -602,6 +603,7 @@ def _close(a, b):
     ],
     ids=["position-order", "score-order-gain-table"],
 )
+@pytest.mark.slow
 def test_fuzz_each_malformed_request_is_quarantined_and_the_rest_scored_unchanged(
     spark, seed, n_cases, corruptions, contract
 ):
@@ -661,6 +663,7 @@ def test_fuzz_each_malformed_request_is_quarantined_and_the_rest_scored_unchange
         v.unpersist()
 
 
+@pytest.mark.slow
 def test_fuzz_sample_under_error_each_fails_with_its_rule(spark):
     rng = random.Random(3)
     kinds = [k for k, (rules, scope) in CORRUPTIONS_POSITION.items() if rules and k != "too_many"]
@@ -679,6 +682,7 @@ def test_fuzz_sample_under_error_each_fails_with_its_rule(spark):
         assert any(f"- {rule}: " in str(info.value) for rule in rules), (kind, str(info.value))
 
 
+@pytest.mark.slow
 def test_fuzz_malformed_schemas_each_fail_with_a_schema_rule(spark):
     rng = random.Random(4)
     base = {

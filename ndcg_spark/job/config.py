@@ -145,7 +145,8 @@ class SparkConfig:
     @classmethod
     def parse(cls, value: Any, base: Path | None) -> SparkConfig:
         spark = require_mapping(value, "spark", {"master", "warehouse_dir", "shuffle_partitions", "conf"})
-        conf = require_mapping(spark.get("conf"), "spark.conf", set(spark.get("conf") or {}))
+        raw_conf = spark.get("conf")
+        conf = require_mapping(raw_conf, "spark.conf", set(raw_conf) if isinstance(raw_conf, Mapping) else set())
         shuffle = spark.get("shuffle_partitions")
         if shuffle is not None:
             require_int(shuffle, "spark.shuffle_partitions", minimum=1)
