@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands, each doing all its own set-up on a fresh machine:
 #   bash dev.sh demo    set up, write the sample data, publish two earlier demo nights (jobs/demo_nights.py),
-#                       run the nightly job on local Spark
+#                       run the nightly job on local Spark, then compare hybrid with bm25
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark, simulations, fuzzing) or e2e (whole jobs through the console script)
@@ -35,6 +35,8 @@ case "$cmd" in
     # two earlier nights (an older contract, more no-answer traffic) so the trend shows something
     .venv/bin/python jobs/demo_nights.py --config conf/local.yaml
     .venv/bin/ndcg-spark run --config conf/local.yaml "$@"
+    # hybrid against bm25 on the same night: the report's first screen gets the verdict
+    .venv/bin/ndcg-spark compare --config conf/local.yaml "$@"
     ;;
   test)
     .venv/bin/python -m pytest "$@"
