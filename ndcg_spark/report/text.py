@@ -316,6 +316,6 @@ def format_trend(rows: Rows) -> str:
         share = r.get("empty_ideal_share")
         mean = _mean(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
         lines.append(f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
-                     f"{str(r.get('n_eligible')) + '/' + str(r.get('n_requests')):>12} "
+                     f"{_number(r.get('n_eligible'), '{:,}') + '/' + _number(r.get('n_requests'), '{:,}'):>12} "
                      f"{_number(None if share is None else 100 * share, '{:.1f}%'):>11}  {_change(r)}")
     return "\n".join(lines)
