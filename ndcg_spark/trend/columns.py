@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS
 
-__all__ = ["MEANS_AND_DENOMINATORS", "SERIES_KEYS", "TREND_COLUMNS"]
+__all__ = ["MEANS_AND_DENOMINATORS", "RUN_AND_GROUP", "SERIES_KEYS", "TREND_COLUMNS"]
 
 #: One series: a system's NDCG at one K in one slice, night after night.
 SERIES_KEYS = ("system", "k", "slice_dimension", "slice_value")
@@ -14,14 +14,12 @@ MEANS_AND_DENOMINATORS = AGGREGATE_COLUMNS[
     AGGREGATE_COLUMNS.index("macro_ndcg"): AGGREGATE_COLUMNS.index("n_requests") + 1
 ]
 
+#: The aggregate row's run and group (``run_id`` … ``slice_value``), first on a trend row too.
+RUN_AND_GROUP = AGGREGATE_COLUMNS[: AGGREGATE_COLUMNS.index("macro_ndcg")]
+
 #: The columns of the trend, in order.
 TREND_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "k",
-    "slice_dimension",
-    "slice_value",
+    *RUN_AND_GROUP,
     "contract_fingerprint",
     *MEANS_AND_DENOMINATORS,
     "empty_ideal_share",
