@@ -80,9 +80,15 @@ def output_exists(spark: SparkSession, target: Source) -> bool:
     """Whether an output table or path has been written at all."""
     if target.table is not None:
         return spark.catalog.tableExists(target.table)
+    fs, path = _hadoop_path(spark, target.path)
+    return fs.exists(path)
+
+
+def _hadoop_path(spark: SparkSession, path: str, child: str | None = None):
+    """Hadoop's ``FileSystem`` and ``Path`` for ``path`` (``path/child`` when given), any scheme."""
     jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(target.path)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(path)
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path) if child is None else jvm.org.apache.hadoop.fs.Path(path, child)
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hadoop_path
 
 
 def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
@@ -102,7 +108,6 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
         return
     jvm = spark.sparkContext._jvm
     escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(run_id)
-    partition = jvm.org.apache.hadoop.fs.Path(target.path, f"run_id={escaped}")
-    fs = partition.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs, partition = _hadoop_path(spark, target.path, f"run_id={escaped}")
     if fs.exists(partition):
         fs.delete(partition, True)

@@ -63,15 +63,11 @@ def publishing(spark: SparkSession, status: Source, run_id: str) -> Iterator[Sou
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:
     """The run ids whose status row says ``complete`` (empty if nothing was ever published)."""
-    from ndcg_spark.job.io import read_run
+    from ndcg_spark.job.io import output_exists, read_run
 
-    try:
-        df = read_run(spark, status)
-    except Exception as exc:  # noqa: BLE001 - no status table yet means nothing is published
-        if "PATH_NOT_FOUND" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-            return spark.createDataFrame([], "run_id string")
-        raise
-    return df.filter(F.col("status") == COMPLETE).select("run_id").distinct()
+    if not output_exists(spark, status):  # no status table yet: nothing is published
+        return spark.createDataFrame([], "run_id string")
+    return read_run(spark, status).filter(F.col("status") == COMPLETE).select("run_id").distinct()
 
 
 def read_published(spark: SparkSession, target: Source, status: Source, run_id: str | None = None) -> DataFrame:
