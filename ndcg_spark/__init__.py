@@ -40,6 +40,8 @@ _EXPORTS = {
     "pool_summary": "ndcg_spark.comparison.pools",
     "CompareSpec": "ndcg_spark.config.compare_spec",
     "PoolMismatchError": "ndcg_spark.comparison.guard",
+    "GuardrailSpec": "ndcg_spark.config.guardrail_spec",
+    "guardrail_table": "ndcg_spark.guardrails.table",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -62,6 +64,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.comparison.paired import compare
     from ndcg_spark.comparison.pools import pool_summary
     from ndcg_spark.config.compare_spec import CompareSpec
+    from ndcg_spark.config.guardrail_spec import GuardrailSpec
+    from ndcg_spark.guardrails.table import guardrail_table
 
 
 def __getattr__(name: str) -> Any:

@@ -19,6 +19,7 @@ import yaml
 
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.config.compare_spec import CompareSpec
+from ndcg_spark.config.guardrail_spec import GuardrailSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.report_spec import ReportSpec
@@ -45,10 +46,10 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-_SECTIONS = ("aggregate", "compare", "validation", "report", "trend")
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "trend",
-            "report_dir"}
+            "guardrails", "report_dir"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -281,3 +282,17 @@ class JobConfig:
     def trend_spec(self) -> TrendSpec:
         """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
         return TrendSpec.from_dict(self.section("trend"))
+
+    def guardrail_spec(self) -> GuardrailSpec | None:
+        """The ``guardrails:`` section as a :class:`~ndcg_spark.config.guardrail_spec.GuardrailSpec`, or
+        None when the job declares no guardrails."""
+        section = self.section("guardrails")
+        return None if section is None else GuardrailSpec.from_dict(section)
+
+    def guardrail_sources(self, spec: GuardrailSpec) -> tuple[Source | None, Source | None]:
+        """Where the release's outcomes (``guardrails.release.outcomes``) and the documents table
+        (``guardrails.documents``) are, resolved like every path."""
+        base = self.section("base")
+        base_path = Path(base) if base else None
+        return (Source.parse(spec.sources.get("outcomes"), "guardrails.release.outcomes", base_path),
+                Source.parse(spec.sources.get("documents"), "guardrails.documents", base_path))

@@ -4,12 +4,13 @@
 
 1. **pre-checks** that touch no output: stage 2's plan (the ``aggregate:`` section, the output
    tables) before anything is scored or unpublished; under ``aggregate``, that the run was
-   scored (under this contract); under ``compare``, the ``report:`` section and folder before
-   the comparison is written;
+   scored (under this contract); under ``compare``, the ``report:`` section and folder and the
+   ``guardrails:`` section before the comparison is written;
 2. **the publishing bracket** (:func:`~ndcg_spark.job.publish.publishing`): the run-status row
    says ``running`` first and ``complete`` last, around stage 1 (``score``, ``run``) and stage 2
    (``aggregate``, and ``run`` when the job has ``outputs.aggregate``);
-3. **the comparison** (``compare``: published runs only, so outside the bracket);
+3. **the comparison** (``compare``: published runs only, so outside the bracket), then the
+   guardrails of the same two systems when the job declares ``guardrails:``;
 4. **the report** (``run`` and ``compare`` when the job has an aggregate table; ``report`` always).
 
 It returns a :class:`RunOutcome`: what was written, with the rows the closing lines summarize
@@ -33,6 +34,7 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import InputError
 from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail_stage
 from ndcg_spark.job.io import read_run
 from ndcg_spark.job.publish import publishing
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
@@ -93,6 +95,8 @@ class RunOutcome:
     trend_overall: tuple[dict[str, Any], ...] = ()
     #: the comparison (``compare``)
     compared: CompareResult | None = None
+    #: the guardrails of the same two systems (``compare``, when the job declares ``guardrails:``)
+    guarded: GuardrailResult | None = None
     #: the HTML report, or None when the command writes none
     report: ReportOutcome | None = None
 
@@ -130,7 +134,8 @@ def run_job(
     stage2 = command == "aggregate" or (command == "run" and config.writes_stage2())
     _check_before_writing(spark, config, command, run_id, stage2=stage2)
     if command == "compare":
-        outcome = RunOutcome(command, run_id, compared=compare_stage(spark, config, run_id))
+        compared = compare_stage(spark, config, run_id)
+        outcome = RunOutcome(command, run_id, compared=compared, guarded=guardrail_stage(spark, config, run_id))
     elif command == "report":
         outcome = RunOutcome(command, run_id)
     else:
@@ -149,6 +154,8 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
         config.trend_spec()
         if command == "aggregate":
             stage2_input(spark, config, run_id)
+    if command == "compare":
+        guardrail_plan(config)
     if command == "compare" and report_configured(config):
         config.report_spec()
         report_dir(config)

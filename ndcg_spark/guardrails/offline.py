@@ -1,0 +1,126 @@
+"""Offline guardrails: per request and system, flags the judgments can't see, from the candidates.
+
+- ``first_result_older_than``: the first displayed document's ``column`` (e.g. ``doc_age_days``)
+  is above ``threshold`` -- a stale first result;
+- ``first_result_unjudged``: the first displayed document has no judgment;
+- ``top_k_lacks``: none of the top K documents has ``column == value`` (e.g. no document a
+  contractor may open), at every K of the contract.
+
+"Displayed" follows the contract's order: position ascending, or score descending then doc id
+(``order: score``). A document column is read from the candidates when they have it, else from
+a documents table joined on the doc id. A null column value leaves the request's flag null: it
+is not counted in the rate (``n_observed`` says how many were).
+
+The rows are the requests each system scored in stage 1 (the per-request table), with their
+slice values; the unit is the request, so the two systems' rates are paired by request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.compare_spec import Side
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.guardrail_spec import Guardrail
+from ndcg_spark.errors import InputError
+from ndcg_spark.frames import join_null_safe
+from ndcg_spark.guardrails.statistics import ARM, UNIT, Measure
+from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
+
+__all__ = ["offline_rows"]
+
+
+def offline_rows(
+    per_request: DataFrame,
+    candidates: DataFrame,
+    checks: Sequence[Guardrail],
+    sides: tuple[Side, Side],
+    contract: Contract,
+    slices: Sequence[str],
+    *,
+    judgments: DataFrame | None = None,
+    documents: DataFrame | None = None,
+    system: str | None = None,
+    pool_version: str | None = None,
+) -> tuple[DataFrame, list[tuple[Guardrail, int | None, Measure]]]:
+    """One row per request x compared system with a 0/1 flag column per guardrail (and K).
+
+    Returns the rows (``_arm`` = system, ``_unit`` = request id, the ``slices`` columns, the
+    flags) and, per flag column, the guardrail, its K (None when the flag does not depend on K)
+    and the :class:`~ndcg_spark.guardrails.statistics.Measure` to take. ``system`` and
+    ``pool_version`` name the candidates' system and pool when they have no such column (as for
+    :func:`~ndcg_spark.scoring.score.score_requests`).
+    """
+    contract = contract.resolve(candidates.columns)
+    columns = sorted({g.column for g in checks if g.column is not None})
+    ranked = _ranked(_with_documents(candidates, columns, contract, documents), contract, sides, columns,
+                     system, pool_version)
+    if any(g.flag == "first_result_unjudged" for g in checks):
+        if judgments is None:
+            raise InputError("guardrails: flag first_result_unjudged needs the judgments (inputs.judgments)")
+        judged = prepare_judgments(judgments, contract).select("request_id", "doc_id", F.lit(True).alias("_judged"))
+        ranked = ranked.join(judged.dropDuplicates(["request_id", "doc_id"]), ["request_id", "doc_id"], "left")
+    flags, measures = [], []
+    for g in checks:
+        for k in (contract.k if g.flag == "top_k_lacks" else (None,)):
+            name = f"f{len(flags)}"
+            flags.append(_flag(g, k).cast("double").alias(name))
+            measures.append((g, k, Measure(name, "rate")))
+    per_system = ranked.groupBy("system", "pool_version", "request_id").agg(*flags)
+    scored = per_request.select("system", "pool_version", "request_id", *slices).dropDuplicates(
+        ["system", "pool_version", "request_id"])
+    rows = join_null_safe(scored, per_system, ("system", "pool_version", "request_id"), "left").select(
+        F.col("system").alias(ARM), F.col("request_id").cast("string").alias(UNIT), *slices,
+        *[m.column for _, _, m in measures])
+    return rows, measures
+
+
+def _with_documents(candidates: DataFrame, columns: Sequence[str], contract: Contract,
+                    documents: DataFrame | None) -> DataFrame:
+    """The candidates with every document column a flag reads (from the documents table if needed)."""
+    wanted = [c for c in columns if c not in candidates.columns]
+    if not wanted:
+        return candidates
+    if documents is None:
+        raise InputError(f"guardrails: the candidates have no column {wanted[0]!r} and no documents table is "
+                         "given (guardrails.documents: a table of doc_id and the document columns)")
+    doc_id = contract.columns.doc_id
+    missing = [c for c in (doc_id, *wanted) if c not in documents.columns]
+    if missing:
+        raise InputError(f"guardrails.documents: no column {missing[0]!r}; columns present: "
+                         f"{', '.join(sorted(documents.columns))} (rule column_missing)")
+    table = documents.select(doc_id, *wanted).dropDuplicates([doc_id])
+    return candidates.join(table, [doc_id], "left")
+
+
+def _ranked(candidates: DataFrame, contract: Contract, sides: tuple[Side, Side], columns: Sequence[str],
+            system: str | None, pool_version: str | None) -> DataFrame:
+    """The two sides' candidates with their displayed rank ``_rank`` (1 = first) per request."""
+    cols = contract.columns
+    order_by = cols.position if contract.order == "position" else cols.score
+    rows = candidates.select(*request_keys(candidates, contract, system, pool_version),
+                             F.col(cols.doc_id).cast("string").alias("doc_id"), F.col(order_by).alias("_order"),
+                             *[F.col(c) for c in columns])
+    chosen = None
+    for side in sides:
+        match = F.col("system") == F.lit(side.system)
+        if side.pool_version is not None:
+            match = match & (F.col("pool_version") == F.lit(side.pool_version))
+        chosen = match if chosen is None else chosen | match
+    first = F.col("_order").asc() if contract.order == "position" else F.col("_order").desc()
+    window = Window.partitionBy("system", "pool_version", "request_id").orderBy(first, F.col("doc_id").asc())
+    return rows.filter(chosen).withColumn("_rank", F.row_number().over(window))
+
+
+def _flag(g: Guardrail, k: int | None) -> Column:
+    """The request's flag (an aggregate over its ranked candidates): 1, 0, or null when unknown."""
+    first = F.col("_rank") == 1
+    if g.flag == "first_result_older_than":
+        return F.max(F.when(first, F.col(g.column) > F.lit(g.threshold)))
+    if g.flag == "first_result_unjudged":
+        return F.max(F.when(first, F.col("_judged").isNull()))
+    has = F.max(F.when(F.col("_rank") <= F.lit(k), F.col(g.column).cast("string") == F.lit(g.value)))
+    return ~has

@@ -1,0 +1,291 @@
+"""Guardrails (SPEC §5): each statistic, interval and verdict against an independent computation.
+
+The oracle below is plain Python: rates, means of the non-null values, percentiles by linear
+interpolation between closest ranks over the multiset of values (each repeated as often as it is
+drawn), percentile intervals over replicates, and the verdict rule read from the SPEC. It shares
+only the bootstrap *draws* with the code (they are a pure function of seed, replicate and unit,
+collected from :func:`~ndcg_spark.metrics.resampling.poisson_weight`), never the statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import defaultdict
+
+import pytest
+from pyspark.sql import functions as F
+
+from ndcg_spark import CompareSpec, Contract, GuardrailSpec, guardrail_table, score_requests
+from ndcg_spark.errors import ContractError, InputError, ValidationError
+from ndcg_spark.guardrails.columns import GUARDRAIL_COLUMNS
+from ndcg_spark.metrics.resampling import poisson_weight
+
+TOLERANCE = 1e-9
+OUTCOMES_SCHEMA = "session_id string, tech string, arm string, rarity string, done boolean, t double, lat double"
+
+
+def _percentile(values: list[float], p: float) -> float | None:
+    """Linear interpolation between closest ranks (position p * (n - 1)): Spark's and numpy's default."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = p * (len(ordered) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _statistic(rows, column, statistic, weights):
+    """The statistic over ``rows`` each counted ``weights[unit]`` times (None when nothing is observed)."""
+    values = [v for r in rows for v in [r[column]] * weights(r["tech"]) if v is not None]
+    if not values:
+        return None
+    if statistic == "p90":
+        return _percentile(values, 0.9)
+    return math.fsum(values) / len(values)
+
+
+def _interval(values, level=0.95):
+    values = [v for v in values if v is not None]
+    return [_percentile(values, (1 - level) / 2), _percentile(values, 1 - (1 - level) / 2)]
+
+
+def _release(seed: int, n: int = 240):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        tech = f"t{i // 3}"
+        arm = "bm25" if rng.random() < 0.5 else "hybrid"
+        arm = "bm25" if int(tech[1:]) % 2 else "hybrid"  # one arm per technician (two-sample)
+        slow = 1.3 if arm == "hybrid" else 1.0
+        reached = rng.random() < (0.8 if arm == "bm25" else 0.7)
+        rows.append({"session_id": f"s{i}", "tech": tech, "arm": arm, "rarity": rng.choice(["rare", "common"]),
+                     "done": rng.random() < 0.75, "t": round(rng.expovariate(1 / 90) * slow, 3) if reached else None,
+                     "lat": float(rng.randint(80, 400))})
+    return rows
+
+
+def _spec(replicates=60, **release):
+    return GuardrailSpec.from_dict({
+        "release": {"outcomes": {"path": "-"}, "arm": "arm", "unit": "tech", "slices": ["rarity"], **release},
+        "bootstrap": {"replicates": replicates, "seed": 5},
+        "checks": [
+            {"name": "completion", "column": "done", "statistic": "rate", "better": "higher",
+             "margin": {"absolute": 0.05}},
+            {"name": "time_to_procedure", "column": "t", "statistic": "mean", "better": "lower",
+             "margin": {"relative": 0.1}},
+            {"name": "latency_p90", "column": "lat", "statistic": "p90", "better": "lower",
+             "margin": {"relative": 0.5}, "range": [0, None]},
+        ]})
+
+
+@pytest.fixture(scope="module")
+def per_request(spark):
+    cands = spark.createDataFrame([(f"q{i}", f"d{j}", s, j + 1) for i in range(6) for j in range(3)
+                                   for s in ("bm25", "hybrid")],
+                                  "request_id string, doc_id string, system string, position int")
+    grades = spark.createDataFrame([(f"q{i}", "d0", 1.0) for i in range(6)], "request_id string, doc_id string, grade double")
+    return score_requests(cands, grades, Contract(k=[1, 3]))
+
+
+def _oracle_verdict(better, kind, margin, difference_interval, relative_interval):
+    """SPEC §5 read directly: 'worse' is the candidate's excess in the bad direction."""
+    interval = relative_interval if kind == "relative" else difference_interval
+    if interval is None or None in interval:
+        return "inconclusive"
+    worse = interval if better == "lower" else [-interval[1], -interval[0]]
+    return "pass" if worse[1] < margin else "fail" if worse[0] > margin else "inconclusive"
+
+
+def test_release_statistics_intervals_and_verdicts_match_a_plain_python_oracle(spark, per_request):
+    rows = _release(seed=1)
+    outcomes = spark.createDataFrame([tuple(r[c.split()[0]] for c in OUTCOMES_SCHEMA.split(", ")) for r in rows],
+                                     OUTCOMES_SCHEMA)
+    spec = _spec()
+    table = guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"), outcomes=outcomes)
+    assert table.columns == list(GUARDRAIL_COLUMNS)
+    got = {(r["guardrail"], r["slice_dimension"], r["slice_value"]): r.asDict() for r in table.collect()}
+    assert len(got) == 3 * 3  # overall + rare + common, per guardrail
+    techs = sorted({r["tech"] for r in rows})
+    draws = {(r["r"], r["u"]): r["c"] for r in spark.createDataFrame(
+        [(rep, t) for rep in range(1, 61) for t in techs], "r int, u string").select(
+        "r", "u", poisson_weight(5, F.col("r"), F.col("u")).alias("c")).collect()}
+    checks = {"completion": ("done", "rate"), "time_to_procedure": ("t", "mean"), "latency_p90": ("lat", "p90")}
+    for (name, dimension, value), row in got.items():
+        column, statistic = checks[name]
+        mine = [r for r in rows if dimension == "overall" or r["rarity"] == value]
+        if column == "done":
+            mine = [{**r, "done": float(r["done"])} for r in mine]
+        arms = {arm: [r for r in mine if r["arm"] == arm] for arm in ("bm25", "hybrid")}
+        per_replicate = defaultdict(list)
+        for rep in range(1, 61):
+            stats = [_statistic(arms[a], column, statistic, lambda u, rep=rep: draws[(rep, u)]) for a in ("bm25", "hybrid")]
+            per_replicate["baseline"].append(stats[0])
+            per_replicate["candidate"].append(stats[1])
+            per_replicate["difference"].append(None if None in stats else stats[1] - stats[0])
+            per_replicate["relative"].append(None if None in stats or stats[0] == 0 else stats[1] / stats[0] - 1)
+        point = [_statistic(arms[a], column, statistic, lambda u: 1) for a in ("bm25", "hybrid")]
+        for side, arm, value_ in (("baseline", "bm25", point[0]), ("candidate", "hybrid", point[1])):
+            assert row[f"{side}_n"] == len(arms[arm])
+            assert row[f"{side}_n_observed"] == sum(r[column] is not None for r in arms[arm])
+            assert row[f"{side}_value"] == pytest.approx(value_, abs=TOLERANCE)
+            low, high = _interval(per_replicate[side])
+            assert (row[f"{side}_ci_low"], row[f"{side}_ci_high"]) == pytest.approx((low, high), abs=TOLERANCE)
+        assert row["difference"] == pytest.approx(point[1] - point[0], abs=TOLERANCE)
+        assert row["relative_difference"] == pytest.approx(point[1] / point[0] - 1, abs=TOLERANCE)
+        difference, relative = _interval(per_replicate["difference"]), _interval(per_replicate["relative"])
+        assert [row["difference_ci_low"], row["difference_ci_high"]] == pytest.approx(difference, abs=TOLERANCE)
+        assert [row["relative_ci_low"], row["relative_ci_high"]] == pytest.approx(relative, abs=TOLERANCE)
+        assert row["verdict"] == _oracle_verdict(row["better"], row["margin_kind"], row["margin"], difference, relative)
+    overall = [row["verdict"] for (name, dim, _), row in got.items() if dim == "overall"]
+    expected = "fail" if "fail" in overall else "inconclusive" if "inconclusive" in overall else "pass"
+    assert {row["overall_verdict"] for row in got.values()} == {expected}
+    first = got[("time_to_procedure", "overall", "all")]
+    assert json.loads(first["declaration"])["margin"] == {"relative": 0.1}
+    assert first["guardrail_fingerprint"] == spec.fingerprint and first["rows_read"] == len(rows)
+    assert first["baseline_observed_share"] == pytest.approx(first["baseline_n_observed"] / first["baseline_n"])
+
+
+def test_the_fingerprint_follows_the_declarations_not_their_spelling():
+    spec = _spec()
+    same = GuardrailSpec.from_dict({**json.loads(json.dumps({"checks": [g.to_dict() for g in spec.checks]})),
+                                    "release": {"outcomes": "elsewhere", **spec.release.to_dict()},
+                                    "bootstrap": {"seed": 5, "replicates": 60}})
+    assert same.fingerprint == spec.fingerprint
+    assert _spec(replicates=61).fingerprint != spec.fingerprint
+
+
+@pytest.mark.parametrize("section, path, words", [
+    ({"checks": []}, "guardrails.checks", "at least one"),
+    ({"checks": [{"name": "x", "column": "x", "better": "up", "margin": {"absolute": 1}}]},
+     "guardrails.checks[0].better", "higher, lower"),
+    ({"checks": [{"name": "x", "column": "x", "better": "lower", "margin": 0.1}]},
+     "guardrails.checks[0].margin", "{absolute: x}"),
+    ({"checks": [{"name": "x", "column": "x", "better": "lower", "margin": {"absolute": 1}}]},
+     "guardrails.checks[0]", "guardrails.release"),
+    ({"checks": [{"name": "x", "source": "offline", "flag": "top_k_lacks", "column": "g", "better": "lower",
+                  "margin": {"absolute": 1}}]}, "guardrails.checks[0].value", "required"),
+    ({"release": {"arm": "arm"}, "checks": [{"name": "x", "column": "x", "better": "lower",
+                                             "margin": {"absolute": 1}}]}, "guardrails.release.outcomes", "required"),
+    ({"checks": [{"name": "x y", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
+                  "margin": {"absolute": 1}}]}, "guardrails.checks[0].name", "identifier"),
+])
+def test_declaration_errors_name_their_field(section, path, words):
+    with pytest.raises(ContractError) as caught:
+        GuardrailSpec.from_dict(section)
+    assert str(caught.value).startswith(path + ":") and words in str(caught.value)
+
+
+def _outcomes(spark, rows):
+    return spark.createDataFrame([tuple(r[c.split()[0]] for c in OUTCOMES_SCHEMA.split(", ")) for r in rows],
+                                 OUTCOMES_SCHEMA)
+
+
+def test_bad_outcome_rows_fail_naming_the_rule_the_count_and_an_example(spark, per_request):
+    rows = _release(seed=2, n=60)
+    compare = CompareSpec(baseline="bm25", candidate="hybrid")
+    two_arms = rows + [{**rows[0], "session_id": "extra", "arm": "hybrid" if rows[0]["arm"] == "bm25" else "bm25"}]
+    with pytest.raises(ValidationError) as caught:
+        guardrail_table(per_request, _spec(), compare, outcomes=_outcomes(spark, two_arms))
+    message = str(caught.value)
+    assert "outcome_unit_in_two_arms" in message and f"{sum(r['tech'] == rows[0]['tech'] for r in two_arms)} outcome rows" in message
+    assert rows[0]["tech"] in message  # the example row
+    negative = rows[:-1] + [{**rows[-1], "lat": -5.0}]
+    with pytest.raises(ValidationError, match=r"1 outcome rows break rule outcome_out_of_range"):
+        guardrail_table(per_request, _spec(), compare, outcomes=_outcomes(spark, negative))
+    only_bm25 = [r for r in rows if r["arm"] == "bm25"]
+    with pytest.raises(ValidationError, match=r"no row of arm 'hybrid' \(rule outcome_arm_missing"):
+        guardrail_table(per_request, _spec(), compare, outcomes=_outcomes(spark, only_bm25))
+    with pytest.raises(InputError, match=r"no column 'lat'"):
+        guardrail_table(per_request, _spec(), compare, outcomes=_outcomes(spark, rows).drop("lat"))
+
+
+def test_quarantined_outcome_rows_are_set_aside_and_counted(spark, per_request):
+    rows = _release(seed=3, n=90)
+    bad = rows + [{**rows[0], "session_id": "extra", "arm": "hybrid" if rows[0]["arm"] == "bm25" else "bm25"},
+                  {**rows[5], "session_id": "neg", "lat": -1.0}]
+    table = guardrail_table(per_request, _spec(replicates=0, on_bad_rows="quarantine"),
+                            CompareSpec(baseline="bm25", candidate="hybrid"), outcomes=_outcomes(spark, bad))
+    row = table.filter("guardrail = 'completion' AND slice_dimension = 'overall'").first()
+    unit_rows = sum(r["tech"] == rows[0]["tech"] for r in bad)
+    assert row["rows_read"] == len(bad) and row["rows_set_aside"] == unit_rows + 1
+    assert row["baseline_n"] + row["candidate_n"] == len(bad) - unit_rows - 1
+    assert row["verdict"] == "inconclusive" and row["baseline_ci_low"] is None  # no replicates, no interval
+
+
+def test_a_paired_design_resamples_a_unit_in_both_arms_at_once(spark, per_request):
+    """Every technician in both arms: the difference's interval is the paired one (the oracle
+    draws one count per technician for both arms) and narrower than two independent draws give."""
+    rng = random.Random(4)
+    rows = [{"session_id": f"s{t}{a}", "tech": f"t{t}", "arm": a, "rarity": "x", "done": True,
+             "t": base + (3.0 if a == "hybrid" else 0.0) + rng.gauss(0, 1), "lat": 1.0}
+            for t, base in enumerate(rng.uniform(30, 300) for _ in range(80)) for a in ("bm25", "hybrid")]
+    spec = _spec(replicates=100, design="paired")
+    table = guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"),
+                            outcomes=_outcomes(spark, rows))
+    row = table.filter("guardrail = 'time_to_procedure' AND slice_dimension = 'overall'").first()
+    width = row["difference_ci_high"] - row["difference_ci_low"]
+    assert 2.0 < row["difference"] < 4.0 and width < 1.0  # unpaired, the spread of base (~80 s) would dominate
+    unpaired = rows[:-1]
+    with pytest.raises(ValidationError, match="outcome_unit_unpaired"):
+        guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"),
+                        outcomes=_outcomes(spark, unpaired))
+
+
+def _offline_spec(**extra):
+    return GuardrailSpec.from_dict({
+        "bootstrap": {"replicates": 0},
+        "checks": [
+            {"name": "stale_first", "source": "offline", "flag": "first_result_older_than", "column": "age",
+             "threshold": 700, "better": "lower", "margin": {"absolute": 0.05}},
+            {"name": "unjudged_first", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
+             "margin": {"absolute": 0.05}},
+            {"name": "no_contractor_doc", "source": "offline", "flag": "top_k_lacks", "column": "group",
+             "value": "contractor", "better": "lower", "margin": {"absolute": 0.05}},
+        ], **extra})
+
+
+def test_offline_flags_per_system_k_and_slice_match_an_oracle(spark):
+    rng = random.Random(6)
+    docs = {f"d{j}": (rng.randint(0, 1500), rng.choice(["technician", "contractor", "engineer"])) for j in range(40)}
+    cands, grades, attrs = [], [], []
+    for i in range(50):
+        pool = rng.sample(sorted(docs), 6)
+        attrs.append((f"q{i}", rng.choice(["rare", "common"])))
+        for system in ("bm25", "hybrid"):
+            order = pool[:] if system == "bm25" else rng.sample(pool, 6)
+            cands += [(f"q{i}", d, system, p + 1, 1.0 - p / 10) for p, d in enumerate(order)]
+        grades += [(f"q{i}", d, float(rng.randint(0, 2))) for d in pool if rng.random() < 0.6]
+    candidates = spark.createDataFrame(cands, "request_id string, doc_id string, system string, position int, score double")
+    judgments = spark.createDataFrame(grades, "request_id string, doc_id string, grade double")
+    documents = spark.createDataFrame([(d, a, g) for d, (a, g) in docs.items()], "doc_id string, age int, group string")
+    attributes = spark.createDataFrame(attrs, "request_id string, rarity string")
+    from ndcg_spark import Attributes
+    contract = Contract(k=[1, 3])
+    scored = score_requests(candidates, judgments, contract, attributes=Attributes(attributes, slices=("rarity",)))
+    table = guardrail_table(scored, _offline_spec(), CompareSpec(baseline="bm25", candidate="hybrid"),
+                            candidates=candidates, judgments=judgments, documents=documents, contract=contract)
+    judged = {(q, d) for q, d, _ in grades}
+    rarity = dict(attrs)
+    ranked = defaultdict(list)
+    for q, d, s, p, _ in sorted(cands, key=lambda c: c[3]):
+        ranked[(s, q)].append(d)
+
+    def flag(name, k, docs_shown, q):
+        if name == "stale_first":
+            return docs[docs_shown[0]][0] > 700
+        if name == "unjudged_first":
+            return (q, docs_shown[0]) not in judged
+        return not any(docs[d][1] == "contractor" for d in docs_shown[:k])
+
+    rows = table.collect()
+    assert {(r["guardrail"], r["k"]) for r in rows} == {("stale_first", None), ("unjudged_first", None),
+                                                         ("no_contractor_doc", 1), ("no_contractor_doc", 3)}
+    for r in rows:
+        for side, system in (("baseline", "bm25"), ("candidate", "hybrid")):
+            qs = [q for (s, q) in ranked if s == system and (r["slice_dimension"] == "overall" or rarity[q] == r["slice_value"])]
+            flags = [flag(r["guardrail"], r["k"], ranked[(system, q)], q) for q in qs]
+            assert r[f"{side}_n"] == len(qs)
+            assert r[f"{side}_value"] == pytest.approx(sum(flags) / len(flags), abs=TOLERANCE)
+        assert r["design"] == "paired" and r["rows_read"] is None
