@@ -59,6 +59,7 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         audit=written(config.output("audit")),  # None: recomputed from the aggregate rows
         run_metadata=written(config.output("run_metadata")),
         comparison=written(config.output("comparison")),
+        guardrails=written(config.output("guardrails")),
         run_status=written(config.run_status()),
         trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),

@@ -1,7 +1,7 @@
 """What the report shows, read from one run's tables: Spark in, plain Python rows out.
 
 :func:`collect_report_data` reads the run's small tables -- aggregate, audit, run metadata,
-comparison, run status -- with ``.collect()`` (they are aggregates: systems x K x slices rows)
+comparison, guardrails, run status -- with ``.collect()`` (they are aggregates: systems x K x slices rows)
 and reduces the per-request table to *bucketed counts* with :func:`histograms` (never raw rows).
 The result is dicts, lists, numbers and strings, which
 :func:`~ndcg_spark.report.html.render_html` turns into a page without Spark.
@@ -41,6 +41,10 @@ class ReportSources:
     trend : DataFrame, optional
         Trend rows (:func:`ndcg_spark.trend.series.trend`) of the overall slice for the last runs
         up to this one: the page's trend charts and the change from the previous comparable night.
+    guardrails : DataFrame, optional
+        The run's guardrail rows (:data:`ndcg_spark.guardrails.columns.GUARDRAIL_COLUMNS`, every
+        slice): the Guardrails section and the overall verdict on the first screen. None or empty:
+        the page is as without guardrails.
     where : str
         Where the aggregate rows were read from, named in the error when they are empty.
     """
@@ -52,6 +56,7 @@ class ReportSources:
     comparison: DataFrame | None = None
     run_status: DataFrame | None = None
     trend: DataFrame | None = None
+    guardrails: DataFrame | None = None
     where: str = "the aggregate table"
 
 
@@ -152,6 +157,7 @@ def collect_report_data(
         "contract_from_config": None if contract is None else contract.to_dict(),
         "comparisons": comparisons,
         "trend": _rows(sources.trend) if sources.trend is not None else [],
+        "guardrails": _rows(sources.guardrails) if sources.guardrails is not None else [],
         "histograms": hist,
         "config_file": config_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

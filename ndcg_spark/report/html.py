@@ -24,6 +24,7 @@ from ndcg_spark.report.format import escape, safe_name
 from ndcg_spark.report.sections_comparison import comparison_pairs, section_comparisons
 from ndcg_spark.report.sections_contract import section_contract
 from ndcg_spark.report.sections_first import section_first_screen
+from ndcg_spark.report.sections_guardrails import section_guardrails
 from ndcg_spark.report.sections_run import section_distributions, section_overall, section_slices
 from ndcg_spark.report.sections_trend import overall_trend, section_trend
 
@@ -74,7 +75,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         (rows of :func:`~ndcg_spark.report.data.histograms`); ``metadata`` (the run-metadata row or
         None); optional ``trend`` (trend rows of the overall slice for the last runs: the trend
         charts and, on the first screen, the change from the previous comparable night),
-        ``run_status`` (a notice unless ``complete``; leave the key out when unknown), ``bins``,
+        ``run_status`` (a notice unless ``complete``; leave the key out when unknown), ``guardrails``
+        (guardrail table rows: their section, and their verdict on the first screen), ``bins``,
         ``chart_k``, ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections
         are left out.
 
@@ -93,6 +95,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         body += section_overall(aggs)
         body += section_trend(data)
     body += section_comparisons(data)
+    body += section_guardrails(data)
     if aggs:
         body += section_slices(data)
     body += section_distributions(data)
@@ -112,8 +115,9 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
     out = [f"<p class='sub'>run {escape(run_id)}" + (f" · pool version {escape(', '.join(pools))}" if pools else "")
            + " · static page: no scripts, nothing fetched.</p>"]
     trend = [("trend", "Trend")] if overall_trend(data) else []
-    nav = [("overall", "Overall"), *trend, ("slices", "Slices"), ("distributions", "Distributions"),
-           ("contract", "Contract & accounting")] if aggs else [("contract", "Contract & accounting")]
+    guardrails = [("guardrails", "Guardrails")] if data.get("guardrails") else []
+    nav = [("overall", "Overall"), *trend, *guardrails, ("slices", "Slices"), ("distributions", "Distributions"),
+           ("contract", "Contract & accounting")] if aggs else [*guardrails, ("contract", "Contract & accounting")]
     out.append("<p>" + " · ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t in nav) + "</p>")
     if "run_status" in data and data.get("run_status") != "complete":
         status = data.get("run_status")
@@ -127,14 +131,16 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
 def render_pages(data: Mapping[str, Any]) -> dict[str, str]:
     """Every page of a run by file name: :data:`RUN_PAGE`, then one page per comparison of the run.
 
-    A comparison's page shows that comparison and the run's contract section only.
+    A comparison's page shows that comparison, its guardrails and the run's contract section only.
 
     >>> pages = render_pages({"run_id": "r1", "comparisons": [{"baseline": "bm25", "candidate": "hybrid", "k": 10}]})
     >>> list(pages)
     ['report.html', 'comparison-bm25-vs-hybrid.html']
     """
     pages = {RUN_PAGE: render_html(data)}
-    for (baseline, candidate), rows in comparison_pairs(data.get("comparisons") or []).items():
-        page = dict(data, aggregates=[], audit=[], histograms=[], comparisons=rows)
+    for pair, rows in comparison_pairs(data.get("comparisons") or []).items():
+        baseline, candidate = pair
+        guardrails = [g for g in data.get("guardrails") or [] if (g.get("baseline"), g.get("candidate")) == pair]
+        page = dict(data, aggregates=[], audit=[], histograms=[], comparisons=rows, guardrails=guardrails)
         pages[f"comparison-{safe_name(str(baseline))}-vs-{safe_name(str(candidate))}.html"] = render_html(page)
     return pages

@@ -2,10 +2,11 @@
 
 Right under the title: per system, the headline macro NDCG with its interval and denominator and
 the change from the previous comparable night (or why there is none, and the night's flag); the
-verdict of every comparison; and the worst slice of every slice dimension x K per system as one
-compact table, highlighted where its whole interval lies below the overall mean. The headline
-rows and verdicts carry ``data-headline`` (the browser test measures that they fit a 1400x900
-window without scrolling). Pure functions of the report data.
+verdict of every comparison, with its guardrails' overall verdict when it has guardrail rows; and
+the worst slice of every slice dimension x K per system as one compact table, highlighted where
+its whole interval lies below the overall mean. The headline rows and verdicts carry
+``data-headline`` (the browser test measures that they fit a 1400x900 window without scrolling).
+Pure functions of the report data.
 
 >>> comparison = {"baseline": "bm25", "candidate": "hybrid", "comparison_kind": "reranker", "k": 10,
 ...               "slice_dimension": "overall", "n_paired": 1800, "n_requests": 2000, "delta_macro": 0.091,
@@ -33,6 +34,8 @@ from ndcg_spark.report.format import (
     is_true,
     sort_key,
 )
+from ndcg_spark.report.sections_guardrails import guardrail_verdict_html
+from ndcg_spark.report.text_guardrails import ndcg_headline
 from ndcg_spark.report.sections_trend import flag_words, night_words, overall_trend, trend_row
 
 __all__ = ["section_first_screen", "verdict"]
@@ -114,10 +117,14 @@ def _verdicts(rows: Sequence[Row], ks: Sequence[Any], data: Mapping[str, Any]) -
     shown = [r for r in overall if r.get("k") in ks] or [r for r in overall if r.get("k") == chart_k(data, overall)]
     pairs = list(dict.fromkeys((r.get("baseline"), r.get("candidate")) for r in rows))
     shown.sort(key=lambda r: (pairs.index((r.get("baseline"), r.get("candidate"))), sort_key(r, "k")))
-    return ["<ul class='verdicts'>", *(_verdict_line(r) for r in shown), "</ul>"]
+    guardrails = data.get("guardrails") or []
+    beside = [ndcg_headline(shown, *pair) for pair in pairs] if guardrails else []  # the guardrails' K, once a pair
+    lines = [_verdict_line(r, guardrail_verdict_html(guardrails, r.get("baseline"), r.get("candidate"))
+                           if any(r is b for b in beside) else "") for r in shown]
+    return ["<ul class='verdicts'>", *lines, "</ul>"]
 
 
-def _verdict_line(r: Row) -> str:
+def _verdict_line(r: Row, guardrails: str = "") -> str:
     """``hybrid vs bm25 @10: +0.0912 [+0.0711, +0.1104], candidate better · 1,812 paired of 2,000 requests …``"""
     word = verdict(r)
     said = {"better": "candidate better", "worse": "candidate worse"}.get(word, word)
@@ -131,7 +138,7 @@ def _verdict_line(r: Row) -> str:
             f"{escape(said)}</b> "
             f"<span class='den'>· {escape(fmt_count(r.get('n_paired')))} paired of "
             f"{escape(fmt_count(r.get('n_requests')))} requests · p = {escape(fmt_p(r.get('p_value_macro')))} · "
-            f"{escape(kind)}</span>{small}</li>")
+            f"{escape(kind)}</span>{small}{guardrails}</li>")
 
 
 def _worst_slices(audit: Sequence[Row]) -> list[str]:
