@@ -137,8 +137,9 @@ def _sample(args: argparse.Namespace, master_from_config: bool) -> int:
     paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool,
                          no_positive_share=args.no_positive_share)
     print(f"sample data ({args.requests} requests, seed {args.seed}) written in {time.perf_counter() - started:.1f} s:")
+    width = max(map(len, paths))
     for name, path in paths.items():
-        print(f"  {name:<11} {path}")
+        print(f"  {name:<{width}}  {path}")
     return 0
 
 
@@ -153,6 +154,7 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
         aggregate_summary,
         aggregate_written,
         format_comparison,
+        format_guardrails,
         night_over_night,
         per_request_summary,
     )
@@ -177,6 +179,10 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
     if compared is not None:
         lines.append(format_comparison(compared.rows))
         lines.append(f"comparison table {len(compared.rows)} rows -> {compared.target.describe()} ({compared.seconds:.1f} s)")
+    guarded = outcome.guarded
+    if guarded is not None:
+        lines += format_guardrails(guarded.rows, compared.rows if compared is not None else [])
+        lines.append(f"guardrail table {len(guarded.rows)} rows -> {guarded.target.describe()} ({guarded.seconds:.1f} s)")
     return lines
 
 

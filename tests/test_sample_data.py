@@ -1,14 +1,19 @@
 """The embedded sample-data generator: deterministic, realistic and shaped like SPEC §3.
 
 Shares are checked on 2,000 requests (about 35,000 candidates per system) with tolerances
-several binomial standard deviations wide, so they hold for any seed, not just the default.
+several binomial standard deviations wide, so they hold for any seed, not just the default. The
+controlled release's effects are checked on 6,000 requests (about 900 sessions per arm), on plain
+Python rows.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -20,19 +25,16 @@ from ndcg_spark.sample.generate import POOL_VERSION, REQUEST_TYPES, SampleData, 
 
 N = 2_000
 SEED = 7
+TABLES = ("candidates", "judgments", "attributes", "release_outcomes", "documents")
 
 
 @pytest.fixture(scope="module")
 def data(spark: SparkSession) -> Iterator[SampleData]:
     generated = generate(spark, n_requests=N, seed=SEED)
-    cached = SampleData(
-        candidates=generated.candidates.cache(),
-        judgments=generated.judgments.cache(),
-        attributes=generated.attributes.cache(),
-    )
+    cached = SampleData(**{table.name: getattr(generated, table.name).cache() for table in fields(generated)})
     yield cached
-    for df in (cached.candidates, cached.judgments, cached.attributes):
-        df.unpersist()
+    for table in fields(cached):
+        getattr(cached, table.name).unpersist()
 
 
 def _bm25(data: SampleData) -> DataFrame:
@@ -103,7 +105,7 @@ def test_same_seed_same_rows_whatever_the_partitioning(spark: SparkSession) -> N
     spark.conf.set("spark.sql.shuffle.partitions", "7")
     try:
         many = generate(spark, n_requests=200, seed=SEED, num_partitions=5)
-        for name in ("candidates", "judgments", "attributes"):
+        for name in TABLES:
             left = getattr(one, name)
             right = getattr(many, name).repartition(3)
             assert right.rdd.getNumPartitions() == 3
@@ -240,14 +242,160 @@ def test_rare_equipment_is_a_minority_of_requests_and_of_traffic(data: SampleDat
     assert 0 < shares.traffic < 0.01  # the sample over-represents the tail relative to traffic
 
 
+# --- the controlled release -----------------------------------------------------------------
+
+RELEASE_N = 6_000
+
+
+@pytest.fixture(scope="module")
+def sessions(spark: SparkSession) -> list[dict]:
+    """The release outcomes of 6,000 requests as plain Python rows."""
+    return [r.asDict() for r in generate(spark, n_requests=RELEASE_N, seed=SEED).release_outcomes.collect()]
+
+
+def _arm(sessions: list[dict], arm: str, rarity: str | None = None) -> list[dict]:
+    return [s for s in sessions if s["arm"] == arm and rarity in (None, s["equipment_rarity"])]
+
+
+def _mean_time(sessions: list[dict]) -> float:
+    return statistics.mean(s["time_to_procedure_s"] for s in sessions if s["time_to_procedure_s"] is not None)
+
+
+def _rate(sessions: list[dict], column: str) -> float:
+    return sum(bool(s[column]) for s in sessions) / len(sessions)
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
+
+
+def test_release_schema_and_sessions(data: SampleData, sessions: list[dict]) -> None:
+    assert [(f.name, f.dataType.simpleString()) for f in data.release_outcomes.schema] == [
+        ("session_id", "string"),
+        ("request_id", "string"),
+        ("technician_id", "string"),
+        ("arm", "string"),
+        ("equipment_rarity", "string"),
+        ("task_completed", "boolean"),
+        ("time_to_procedure_s", "double"),
+        ("latency_ms", "double"),
+        ("safety_incident", "boolean"),
+    ]
+    assert 0.27 < len(sessions) / RELEASE_N < 0.33  # about 30% of the requests, one session each
+    assert len({s["session_id"] for s in sessions}) == len(sessions)
+    assert len({s["request_id"] for s in sessions}) == len(sessions)
+    assert all(s["session_id"].startswith("ses-") and len(s["session_id"]) == 11 for s in sessions)
+    assert {s["arm"] for s in sessions} == {"bm25", "hybrid"}
+    assert {s["equipment_rarity"] for s in sessions} == {"common", "uncommon", "rare"}
+
+
+def test_release_rarity_is_the_requests(data: SampleData) -> None:
+    same = data.release_outcomes.join(data.attributes, ["request_id", "equipment_rarity"])
+    assert same.count() == data.release_outcomes.count()
+
+
+def test_every_technician_sees_one_arm_and_about_three_sessions(sessions: list[dict]) -> None:
+    arms: dict[str, set[str]] = {}
+    for s in sessions:
+        arms.setdefault(s["technician_id"], set()).add(s["arm"])
+    assert all(len(seen) == 1 for seen in arms.values())
+    assert 2.5 < len(sessions) / len(arms) < 3.5
+    hybrid_technicians = sum(seen == {"hybrid"} for seen in arms.values()) / len(arms)
+    assert 0.4 < hybrid_technicians < 0.6
+
+
+def test_release_nulls_only_where_the_procedure_was_never_reached(sessions: list[dict]) -> None:
+    for s in sessions:
+        assert all(value is not None for name, value in s.items() if name != "time_to_procedure_s"), s
+        assert s["time_to_procedure_s"] is None or s["time_to_procedure_s"] > 0, s
+        assert s["latency_ms"] > 0, s
+
+
+def test_release_rates_by_arm(sessions: list[dict]) -> None:
+    bm25, hybrid = _arm(sessions, "bm25"), _arm(sessions, "hybrid")
+    reached = {arm: 1 - sum(s["time_to_procedure_s"] is None for s in rows) / len(rows)
+               for arm, rows in (("bm25", bm25), ("hybrid", hybrid))}
+    assert reached == pytest.approx({"bm25": 0.85, "hybrid": 0.86}, abs=0.035)
+    assert _rate(bm25, "task_completed") == pytest.approx(0.80, abs=0.035)
+    assert _rate(hybrid, "task_completed") == pytest.approx(0.82, abs=0.035)
+    assert _rate(bm25, "safety_incident") < 0.012 and _rate(hybrid, "safety_incident") < 0.012
+    times = sorted(s["time_to_procedure_s"] for s in bm25 if s["time_to_procedure_s"] is not None)
+    assert statistics.median(times) == pytest.approx(90, rel=0.1)
+    assert times[-1] > 3 * statistics.median(times)  # skewed: a long right tail
+
+
+def test_hybrid_is_faster_overall_but_slower_on_rare_equipment(sessions: list[dict]) -> None:
+    overall = _mean_time(_arm(sessions, "hybrid")) / _mean_time(_arm(sessions, "bm25"))
+    rare = _mean_time(_arm(sessions, "hybrid", "rare")) / _mean_time(_arm(sessions, "bm25", "rare"))
+    assert overall <= 0.95
+    assert rare >= 1.15
+
+
+def test_hybrid_latency_is_about_30_percent_higher(sessions: list[dict]) -> None:
+    latency = {arm: [s["latency_ms"] for s in _arm(sessions, arm)] for arm in ("bm25", "hybrid")}
+    assert statistics.median(latency["bm25"]) == pytest.approx(120, rel=0.1)
+    assert _p95(latency["bm25"]) == pytest.approx(260, rel=0.1)
+    assert statistics.median(latency["hybrid"]) >= 1.2 * statistics.median(latency["bm25"])
+    assert _p95(latency["hybrid"]) >= 1.2 * _p95(latency["bm25"])  # a 10% p95 guardrail fails
+
+
+def test_release_rows_depend_on_the_request_number_not_on_n_requests(data: SampleData, sessions: list[dict]) -> None:
+    smaller = {tuple(r) for r in data.release_outcomes.collect()}  # N = 2,000 requests, the same seed
+    first = {tuple(s.values()) for s in sessions if s["request_id"] < f"req-{N:07d}"}
+    assert smaller == first and len(first) > 0.25 * N
+
+
+def test_another_seed_gives_another_release(spark: SparkSession, data: SampleData) -> None:
+    other = generate(spark, n_requests=N, seed=SEED + 1).release_outcomes
+    assert data.release_outcomes.exceptAll(other).count() > 0.9 * data.release_outcomes.count()
+
+
+# --- documents ------------------------------------------------------------------------------
+
+
+def test_documents_cover_every_pool_document_once(data: SampleData) -> None:
+    assert [(f.name, f.dataType.simpleString()) for f in data.documents.schema] == [
+        ("doc_id", "string"),
+        ("doc_age_days", "int"),
+        ("permission_group", "string"),
+    ]
+    known = data.candidates.select("doc_id").union(data.judgments.select("doc_id")).distinct()
+    assert data.documents.count() == data.documents.select("doc_id").distinct().count() == known.count()
+    assert data.documents.join(known, "doc_id", "left_anti").count() == 0
+    assert known.join(data.documents, "doc_id", "left_anti").count() == 0
+
+
+def test_documents_ages_and_permission_groups(data: SampleData) -> None:
+    d = data.documents
+    assert d.filter(F.col("doc_age_days").isNull() | ~F.col("doc_age_days").between(0, 3650)).count() == 0
+    groups = {r.permission_group: r["count"] / d.count() for r in d.groupBy("permission_group").count().collect()}
+    assert groups == pytest.approx({"technician": 0.60, "contractor": 0.25, "engineer": 0.15}, abs=0.02)
+
+
+def test_rare_equipment_documents_are_older(data: SampleData) -> None:
+    rarity = data.candidates.select("request_id", "doc_id").union(data.judgments.select("request_id", "doc_id"))
+    by_doc = rarity.join(data.attributes, "request_id").select("doc_id", "equipment_rarity").distinct()
+    assert by_doc.count() == data.documents.count()  # a document serves one equipment rarity
+    old = {
+        r.rare: r.old
+        for r in by_doc.join(data.documents, "doc_id")
+        .groupBy((F.col("equipment_rarity") == "rare").alias("rare"))
+        .agg(F.avg((F.col("doc_age_days") > 730).cast("double")).alias("old"))
+        .collect()
+    }
+    assert old[True] == pytest.approx(0.40, abs=0.04)
+    assert old[False] == pytest.approx(0.165, abs=0.03)
+
+
 # --- API ------------------------------------------------------------------------------------
 
 
-def test_write_sample_writes_three_parquet_folders_and_overwrites(spark: SparkSession, tmp_path: Path) -> None:
+def test_write_sample_writes_five_parquet_folders_and_overwrites(spark: SparkSession, tmp_path: Path) -> None:
     write_sample(spark, tmp_path / "sample", n_requests=60, seed=SEED)
     paths = write_sample(spark, tmp_path / "sample", n_requests=30, seed=SEED)  # replaces the first
     root = (tmp_path / "sample").resolve()
-    assert paths == {name: str(root / name) for name in ("candidates", "judgments", "attributes")}
+    assert paths == {name: str(root / name) for name in TABLES}
     expected = generate(spark, n_requests=30, seed=SEED)
     for name, path in paths.items():
         written = spark.read.parquet(path)

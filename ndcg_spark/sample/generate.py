@@ -2,7 +2,7 @@
 
 Technicians search maintenance manuals, work orders, service bulletins and SOPs for a piece of
 equipment (:mod:`~ndcg_spark.sample.request_types`). :func:`generate` returns three DataFrames
-shaped like SPEC §3:
+shaped like SPEC §3 and two for the release guardrails (issue 15):
 
 ``candidates``
     ``request_id, doc_id, system, position, score, pool_version`` -- two systems, ``bm25`` and
@@ -19,11 +19,20 @@ shaped like SPEC §3:
     candidates only).
 ``attributes``
     ``request_id, request_type, weight, equipment_rarity, doc_age_bucket, permission_group``.
+``release_outcomes``
+    ``session_id, request_id, technician_id, arm, equipment_rarity, task_completed,
+    time_to_procedure_s, latency_ms, safety_incident``: one session of a controlled release on
+    about 30% of the requests, each technician in one arm (``bm25`` or ``hybrid``); hybrid is
+    faster to the procedure overall but slower on rare equipment, and its latency is 30% higher.
+``documents``
+    ``doc_id, doc_age_days, permission_group``: every document of the pools once; rare
+    equipment's documents are older.
 
 The steps live in their own modules: the request table (:mod:`~ndcg_spark.sample.requests`),
-the document pool of each request (:mod:`~ndcg_spark.sample.pools`) and the rankings
-(:mod:`~ndcg_spark.sample.rankings`). Everything is a pure function of ``(seed, request number,
-candidate number)`` through ``xxhash64`` computed by Spark expressions
+the document pool of each request (:mod:`~ndcg_spark.sample.pools`), the rankings
+(:mod:`~ndcg_spark.sample.rankings`) and the release with its documents
+(:mod:`~ndcg_spark.sample.release`). Everything is a pure function of ``(seed, request number,
+candidate or document number)`` through ``xxhash64`` computed by Spark expressions
 (:mod:`~ndcg_spark.sample.expressions`): no ``rand()``, no Python loop over rows. The data is
 therefore identical whatever the partitioning, request ``req-0000042`` is the same whatever
 ``n_requests`` is, and it scales to millions of rows for benchmarks.
@@ -46,7 +55,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +69,7 @@ from ndcg_spark.sample.rankings import (
     dense_pool_candidates,
     shared_pool_candidates,
 )
+from ndcg_spark.sample.release import documents, release_outcomes
 from ndcg_spark.sample.request_types import REQUEST_TYPES, RequestType
 from ndcg_spark.sample.requests import NO_POSITIVE_SHARE, request_table
 
@@ -79,11 +89,13 @@ _ATTRIBUTE_COLUMNS = ("request_id", "request_type", "weight", "equipment_rarity"
 
 @dataclass(frozen=True)
 class SampleData:
-    """The three generated inputs (SPEC §3)."""
+    """The generated inputs: the three of SPEC §3, then the release's outcomes and documents."""
 
     candidates: DataFrame
     judgments: DataFrame
     attributes: DataFrame
+    release_outcomes: DataFrame
+    documents: DataFrame
 
 
 def generate(
@@ -95,7 +107,8 @@ def generate(
     dense_pool: bool = False,
     no_positive_share: float = NO_POSITIVE_SHARE,
 ) -> SampleData:
-    """Generate maintenance-search sample data: candidates of two systems, judgments, attributes.
+    """Generate maintenance-search sample data: candidates of two systems, judgments, attributes,
+    the release's outcomes and the documents.
 
     Parameters
     ----------
@@ -154,7 +167,13 @@ def generate(
     candidates = shared_pool_candidates(pool, seed)
     if dense_pool:
         candidates = candidates.unionByName(dense_pool_candidates(pool, seed))
-    return SampleData(candidates=candidates, judgments=judgments, attributes=requests.select(*_ATTRIBUTE_COLUMNS))
+    return SampleData(
+        candidates=candidates,
+        judgments=judgments,
+        attributes=requests.select(*_ATTRIBUTE_COLUMNS),
+        release_outcomes=release_outcomes(requests, seed),
+        documents=documents(pool, seed),
+    )
 
 
 def _check_arguments(n_requests: int, seed: int, num_partitions: int | None) -> None:
@@ -178,7 +197,8 @@ def write_sample(
     dense_pool: bool = False,
     no_positive_share: float = NO_POSITIVE_SHARE,
 ) -> dict[str, str]:
-    """Generate sample data and write it as Parquet folders ``candidates/``, ``judgments/``, ``attributes/``.
+    """Generate sample data and write it as Parquet folders, one per table: ``candidates/``,
+    ``judgments/``, ``attributes/``, ``release_outcomes/``, ``documents/``.
 
     Existing folders of those names under ``out_dir`` are overwritten (this is sample data, not a
     nightly table).
@@ -192,7 +212,7 @@ def write_sample(
     Returns
     -------
     dict[str, str]
-        ``{"candidates": path, "judgments": path, "attributes": path}`` (absolute paths).
+        ``{table name: absolute path}`` for the five tables, in that order.
 
     Examples
     --------
@@ -200,7 +220,7 @@ def write_sample(
     >>> tmp = tempfile.TemporaryDirectory()
     >>> paths = write_sample(spark, tmp.name, n_requests=50)
     >>> sorted(paths)
-    ['attributes', 'candidates', 'judgments']
+    ['attributes', 'candidates', 'documents', 'judgments', 'release_outcomes']
     >>> spark.read.parquet(paths["attributes"]).count()
     50
     >>> tmp.cleanup()
@@ -209,8 +229,8 @@ def write_sample(
     root.mkdir(parents=True, exist_ok=True)
     data = generate(spark, n_requests=n_requests, seed=seed, dense_pool=dense_pool, no_positive_share=no_positive_share)
     paths: dict[str, str] = {}
-    for name, df in (("candidates", data.candidates), ("judgments", data.judgments), ("attributes", data.attributes)):
-        path = str(root / name)
-        df.write.mode("overwrite").parquet(path)
-        paths[name] = path
+    for table in fields(data):
+        path = str(root / table.name)
+        getattr(data, table.name).write.mode("overwrite").parquet(path)
+        paths[table.name] = path
     return paths
