@@ -31,7 +31,8 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
   demo)
-    [ -d data/sample/candidates ] || .venv/bin/ndcg-spark sample --out data/sample
+    # (again when an older checkout wrote it without the release outcomes)
+    [ -d data/sample/release_outcomes ] || .venv/bin/ndcg-spark sample --out data/sample
     # two earlier nights (an older contract, more no-answer traffic) so the trend shows something
     .venv/bin/python jobs/demo_nights.py --config conf/local.yaml
     .venv/bin/ndcg-spark run --config conf/local.yaml "$@"

@@ -10,6 +10,7 @@ collected from :func:`~ndcg_spark.metrics.resampling.poisson_weight`), never the
 from __future__ import annotations
 
 import json
+import re
 import math
 import random
 from collections import defaultdict
@@ -289,3 +290,112 @@ def test_offline_flags_per_system_k_and_slice_match_an_oracle(spark):
             assert r[f"{side}_n"] == len(qs)
             assert r[f"{side}_value"] == pytest.approx(sum(flags) / len(flags), abs=TOLERANCE)
         assert r["design"] == "paired" and r["rows_read"] is None
+
+
+@pytest.mark.slow
+def test_intervals_cover_the_true_values_at_about_the_declared_rate(spark, per_request):
+    """150 simulated releases (each a slice ``dataset``) of 60 sessions per arm with known truth:
+    completion 0.70 vs 0.75, time to procedure exponential with mean 90 s vs 100 s (its 90th
+    percentile ln(10) times the mean). Every 95 % interval -- each arm, the difference, the relative
+    difference -- should cover the truth in about 95 % of the releases."""
+    rng = random.Random(9)
+    truth = {"bm25": (0.70, 90.0), "hybrid": (0.75, 100.0)}
+    rows = [(f"s{d}-{i}-{arm}", f"u{d}-{i}-{arm}", arm, f"{d:03d}", rng.random() < truth[arm][0], 1.0,
+             rng.expovariate(1 / truth[arm][1]))
+            for d in range(150) for i in range(60) for arm in ("bm25", "hybrid")]
+    outcomes = spark.createDataFrame(rows, OUTCOMES_SCHEMA.replace("rarity", "dataset"))
+    spec = GuardrailSpec.from_dict({
+        "release": {"outcomes": "-", "arm": "arm", "unit": "tech", "slices": ["dataset"]},
+        "bootstrap": {"replicates": 200, "seed": 1},
+        "checks": [{"name": "completion", "column": "done", "statistic": "rate", "better": "higher",
+                    "margin": {"absolute": 0.05}},
+                   {"name": "time_mean", "column": "lat", "statistic": "mean", "better": "lower",
+                    "margin": {"relative": 0.1}},
+                   {"name": "time_p90", "column": "lat", "statistic": "p90", "better": "lower",
+                    "margin": {"relative": 0.1}}]})
+    table = guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"), outcomes=outcomes)
+    released = [r for r in table.collect() if r["slice_dimension"] == "dataset"]
+    true_values = {"completion": (0.70, 0.75), "time_mean": (90.0, 100.0),
+                   "time_p90": (90.0 * math.log(10), 100.0 * math.log(10))}
+    coverage = defaultdict(list)
+    for r in released:
+        base, cand = true_values[r["guardrail"]]
+        for name, value, low, high in (
+            ("baseline", base, r["baseline_ci_low"], r["baseline_ci_high"]),
+            ("candidate", cand, r["candidate_ci_low"], r["candidate_ci_high"]),
+            ("difference", cand - base, r["difference_ci_low"], r["difference_ci_high"]),
+            ("relative", cand / base - 1, r["relative_ci_low"], r["relative_ci_high"]),
+        ):
+            coverage[(r["guardrail"], name)].append(low <= value <= high)
+    rates = {key: sum(hits) / len(hits) for key, hits in coverage.items()}
+    assert all(len(hits) == 150 for hits in coverage.values())
+    for (guardrail, name), rate in rates.items():
+        band = (0.85, 0.99) if guardrail == "time_p90" else (0.88, 0.99)  # percentile bootstrap of a tail: a little low
+        assert band[0] <= rate <= band[1], f"{guardrail} {name}: coverage {rate:.3f} (all: {rates})"
+
+
+def _job_with_guardrails(sample_run, tmp_path, guardrails: dict, outputs: bool = True):
+    """A copy of the shared sample run (its outputs copied: the fixture is read-only) whose job
+    declares ``guardrails``; relative paths start at ``tmp_path``."""
+    import shutil
+
+    import yaml
+
+    shutil.copytree(sample_run.root / "out", tmp_path / "out")
+    job = yaml.safe_load(sample_run.config.read_text(encoding="utf-8"))
+    job["guardrails"] = guardrails
+    if outputs:
+        job["outputs"]["guardrails"] = {"path": "out/guardrails"}
+    (tmp_path / "conf").mkdir()
+    config = tmp_path / "conf" / "job.yaml"
+    config.write_text(yaml.safe_dump(job), encoding="utf-8")
+    return config
+
+
+@pytest.mark.e2e
+def test_compare_writes_the_guardrail_table_and_prints_the_verdicts(spark, sample_run, tmp_path, capsys):
+    from ndcg_spark.cli import main
+
+    rows = _release(seed=7, n=300)
+    _outcomes(spark, rows).write.parquet(str(tmp_path / "outcomes"))
+    guardrails = {
+        "release": {"outcomes": {"path": str(tmp_path / "outcomes")}, "arm": "arm", "unit": "tech",
+                    "slices": ["rarity"]},
+        "bootstrap": {"replicates": 50},
+        "checks": [
+            {"name": "completion", "column": "done", "statistic": "rate", "better": "higher", "margin": {"absolute": 0.05}},
+            {"name": "time_to_procedure", "column": "t", "statistic": "mean", "better": "lower",
+             "margin": {"relative": 0.05}},
+            {"name": "unjudged_first", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
+             "margin": {"absolute": 0.05}},
+        ]}
+    config = _job_with_guardrails(sample_run, tmp_path, guardrails)
+    for attempt in range(2):  # a re-run replaces its own partition
+        capsys.readouterr()
+        assert main(["compare", "--config", str(config), "--run-id", sample_run.run_id]) == 0
+        out = capsys.readouterr().out
+    written = spark.read.parquet(str(tmp_path / "out" / "guardrails"))
+    mine = written.filter((F.col("run_id") == sample_run.run_id) & (F.col("baseline") == "bm25")
+                          & (F.col("candidate") == "hybrid"))
+    assert mine.count() == written.count() == 2 * 3 + 1 * (1 + len(sample_run.slices) * 0) + mine.filter(
+        "source = 'offline' AND slice_dimension != 'overall'").count()
+    verdict = mine.first()["overall_verdict"]
+    assert re.search(rf"guardrails hybrid vs bm25: {verdict.upper()}", out), out
+    for name in ("completion", "time_to_procedure", "unjudged_first"):
+        assert name in out
+    assert "reached" in out  # the conditional mean with its reach rates
+    assert f"guardrail table {mine.count()} rows -> parquet {tmp_path / 'out' / 'guardrails'}" in out
+
+
+@pytest.mark.e2e
+def test_declared_guardrails_need_their_output_before_anything_is_compared(sample_run, tmp_path, capsys):
+    from ndcg_spark.cli import main
+
+    config = _job_with_guardrails(sample_run, tmp_path, {"checks": [
+        {"name": "unjudged_first", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
+         "margin": {"absolute": 0.05}}]}, outputs=False)
+    before = sorted(p.name for p in (tmp_path / "out" / "comparison").rglob("*.parquet"))
+    capsys.readouterr()
+    assert main(["compare", "--config", str(config), "--run-id", sample_run.run_id]) == 2
+    assert "outputs.guardrails: is required" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out" / "comparison").rglob("*.parquet")) == before
