@@ -89,52 +89,62 @@ def arm_statistics(
     rows = rows.filter(F.col(ARM).isin(*arms))
     bounds = rows.agg(*[F.max(F.abs(F.col(m.column))).alias(f"b{i}") for i, m in enumerate(measures)]).first()
     scales = [FixedPoint.for_bound(bounds[f"b{i}"] or 0.0) for i in range(len(measures))]
-    expanded = _expanded(rows, arms, measures, scales, slices, replicates, seed)
-    per_replicate = _additive_sums(expanded, measures, scales, slices)
+    prepared = _prepared(rows, arms, measures, scales, slices)
+    per_replicate = _additive_sums(_expanded(_per_unit(prepared, measures, slices), replicates, seed), slices)
     if any(not m.additive for m in measures):
-        per_replicate = join_null_safe(per_replicate, _percentiles(expanded, arms, measures, slices),
-                                       ("_replicate", *_SLICE))
+        percentiles = _percentiles(_expanded(prepared, replicates, seed), measures, slices)
+        per_replicate = join_null_safe(per_replicate, percentiles, ("_replicate", *_SLICE))
     statistics = per_replicate.select("_replicate", *_SLICE, *_arm_counts(), *_per_measure(measures, scales))
     summary = statistics.groupBy(*_SLICE).agg(*_summaries(measures, ci_level))
     return [_as_row(i, row) for row in summary.collect() for i in range(len(measures))]
 
 
-def _expanded(
-    rows: DataFrame, arms: tuple[str, str], measures: Sequence[Measure], scales: Sequence[FixedPoint],
-    slices: Sequence[str], replicates: int, seed: int,
-) -> DataFrame:
-    """Each row once per replicate ``0 .. replicates`` it is drawn in, with its count ``_draws``
-    (1 in replicate 0), its arm's index ``_side`` and the fixed-point parts of additive measures."""
-    replicate = F.col("_replicate")
-    draws = F.when(replicate == 0, F.lit(1)).otherwise(poisson_weight(seed, replicate, F.col(UNIT)))
+def _prepared(rows: DataFrame, arms: tuple[str, str], measures: Sequence[Measure], scales: Sequence[FixedPoint],
+              slices: Sequence[str]) -> DataFrame:
+    """Each row with its arm's index ``_side``, its values ``v{i}`` and the fixed-point parts of
+    the additive measures' values."""
     parts = [part for i, (m, scale) in enumerate(zip(measures, scales)) if m.additive
              for part in scale.parts(F.col(m.column), f"m{i}")]
-    prepared = rows.select(
+    return rows.select(
         F.col(UNIT), *[F.col(s) for s in slices], (F.col(ARM) == F.lit(arms[1])).cast("int").alias("_side"),
         *[F.col(m.column).alias(f"v{i}") for i, m in enumerate(measures)], *parts,
     )
-    expanded = prepared.select("*", F.explode(F.sequence(F.lit(0), F.lit(replicates))).alias("_replicate"))
+
+
+def _per_unit(prepared: DataFrame, measures: Sequence[Measure], slices: Sequence[str]) -> DataFrame:
+    """Per unit x finest slice cell, per arm: its rows, its observed rows of every measure and the
+    fixed-point sums of the additive ones (integers: exact). A unit is drawn as a whole, so its
+    rows can be added up before the expansion -- a unit in both arms becomes one row."""
+    sums = {}
+    for side in (0, 1):
+        mine = F.col("_side") == side
+        sums[f"a{side}_n"] = F.count(F.when(mine, True))
+        for i, m in enumerate(measures):
+            sums[f"a{side}_obs{i}"] = F.count(F.when(mine & F.col(f"v{i}").isNotNull(), True))
+            if m.additive:
+                for part in FixedPoint.names(f"m{i}"):
+                    sums[f"a{side}_{part}"] = F.sum(F.when(mine, F.col(part)))
+    return prepared.groupBy(UNIT, *slices).agg(*[value.alias(name) for name, value in sums.items()])
+
+
+def _expanded(rows: DataFrame, replicates: int, seed: int) -> DataFrame:
+    """Each row once per replicate ``0 .. replicates`` its unit is drawn in, with the count
+    ``_draws`` (1 in replicate 0)."""
+    replicate = F.col("_replicate")
+    draws = F.when(replicate == 0, F.lit(1)).otherwise(poisson_weight(seed, replicate, F.col(UNIT)))
+    expanded = rows.select("*", F.explode(F.sequence(F.lit(0), F.lit(replicates))).alias("_replicate"))
     return expanded.withColumn("_draws", draws).filter(F.col("_draws") > 0)
 
 
-def _additive_sums(expanded: DataFrame, measures: Sequence[Measure], scales: Sequence[FixedPoint],
-                   slices: Sequence[str]) -> DataFrame:
-    """Per replicate x slice, per arm: the drawn rows, the drawn observed rows of every measure and
-    the drawn fixed-point sums of the additive ones (exact, rolled up from the finest cells)."""
-    draws, sums = F.col("_draws"), {}
-    for side in (0, 1):
-        mine = F.col("_side") == side
-        sums[f"a{side}_n"] = F.sum(F.when(mine, draws))
-        for i, m in enumerate(measures):
-            sums[f"a{side}_obs{i}"] = F.sum(F.when(mine & F.col(f"v{i}").isNotNull(), draws))
-            if m.additive:
-                for part in FixedPoint.names(f"m{i}"):
-                    sums[f"a{side}_{part}"] = F.sum(F.when(mine, draws * F.col(part)))
+def _additive_sums(expanded: DataFrame, slices: Sequence[str]) -> DataFrame:
+    """Per replicate x slice: every per-unit count and sum of :func:`_per_unit`, times the draws
+    (exact, rolled up from the finest cells)."""
+    names = [c for c in expanded.columns if c.startswith("a") and c[1:2] in ("0", "1")]
+    sums = {name: F.sum(F.col("_draws") * F.col(name)) for name in names}
     return roll_up(expanded, ["_replicate"], slices, slices, sums)
 
 
-def _percentiles(expanded: DataFrame, arms: tuple[str, str], measures: Sequence[Measure],
-                 slices: Sequence[str]) -> DataFrame:
+def _percentiles(expanded: DataFrame, measures: Sequence[Measure], slices: Sequence[str]) -> DataFrame:
     """Per replicate x slice, per arm: the exact percentile of each percentile measure, the
     drawn counts as frequencies."""
     found = []
