@@ -334,32 +334,37 @@ def test_intervals_cover_the_true_values_at_about_the_declared_rate(spark, per_r
         assert band[0] <= rate <= band[1], f"{guardrail} {name}: coverage {rate:.3f} (all: {rates})"
 
 
-def _job_with_guardrails(sample_run, tmp_path, guardrails: dict, outputs: bool = True):
+def _job_with_guardrails(sample_run, root, guardrails: dict, outputs: bool = True):
     """A copy of the shared sample run (its outputs copied: the fixture is read-only) whose job
-    declares ``guardrails``; relative paths start at ``tmp_path``."""
+    declares ``guardrails``; relative paths start at ``root``."""
     import shutil
 
     import yaml
 
-    shutil.copytree(sample_run.root / "out", tmp_path / "out")
+    shutil.copytree(sample_run.root / "out", root / "out")
     job = yaml.safe_load(sample_run.config.read_text(encoding="utf-8"))
     job["guardrails"] = guardrails
     if outputs:
         job["outputs"]["guardrails"] = {"path": "out/guardrails"}
-    (tmp_path / "conf").mkdir()
-    config = tmp_path / "conf" / "job.yaml"
+    (root / "conf").mkdir()
+    config = root / "conf" / "job.yaml"
     config.write_text(yaml.safe_dump(job), encoding="utf-8")
     return config
 
 
-@pytest.mark.e2e
-def test_compare_writes_the_guardrail_table_and_prints_the_verdicts(spark, sample_run, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def guarded(spark, sample_run, tmp_path_factory):
+    """The shared sample run compared twice (a re-run replaces its partition) by the console
+    script, with release and offline guardrails: (root, what the second compare printed)."""
+    import contextlib
+    import io
+
     from ndcg_spark.cli import main
 
-    rows = _release(seed=7, n=300)
-    _outcomes(spark, rows).write.parquet(str(tmp_path / "outcomes"))
+    root = tmp_path_factory.mktemp("guarded")
+    _outcomes(spark, _release(seed=7, n=300)).write.parquet(str(root / "outcomes"))
     guardrails = {
-        "release": {"outcomes": {"path": str(tmp_path / "outcomes")}, "arm": "arm", "unit": "tech",
+        "release": {"outcomes": {"path": str(root / "outcomes")}, "arm": "arm", "unit": "tech",
                     "slices": ["rarity"]},
         "bootstrap": {"replicates": 50},
         "checks": [
@@ -369,22 +374,54 @@ def test_compare_writes_the_guardrail_table_and_prints_the_verdicts(spark, sampl
             {"name": "unjudged_first", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
              "margin": {"absolute": 0.05}},
         ]}
-    config = _job_with_guardrails(sample_run, tmp_path, guardrails)
-    for attempt in range(2):  # a re-run replaces its own partition
-        capsys.readouterr()
-        assert main(["compare", "--config", str(config), "--run-id", sample_run.run_id]) == 0
-        out = capsys.readouterr().out
-    written = spark.read.parquet(str(tmp_path / "out" / "guardrails"))
+    config = _job_with_guardrails(sample_run, root, guardrails)
+    for _ in range(2):
+        shown, errors = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(errors):
+            status = main(["compare", "--config", str(config), "--run-id", sample_run.run_id])
+        assert status == 0, errors.getvalue()[-3000:]
+    return root, shown.getvalue()
+
+
+@pytest.mark.e2e
+def test_compare_writes_the_guardrail_table_and_prints_the_verdicts(spark, sample_run, guarded):
+    root, out = guarded
+    written = spark.read.parquet(str(root / "out" / "guardrails"))
     mine = written.filter((F.col("run_id") == sample_run.run_id) & (F.col("baseline") == "bm25")
                           & (F.col("candidate") == "hybrid"))
-    assert mine.count() == written.count() == 2 * 3 + 1 * (1 + len(sample_run.slices) * 0) + mine.filter(
-        "source = 'offline' AND slice_dimension != 'overall'").count()
+    release = mine.filter("source = 'release'").count()
+    assert release == 2 * 3  # two guardrails x (overall, rare, common)
+    assert mine.count() == written.count() == release + mine.filter("source = 'offline'").count()  # replaced
     verdict = mine.first()["overall_verdict"]
     assert re.search(rf"guardrails hybrid vs bm25: {verdict.upper()}", out), out
     for name in ("completion", "time_to_procedure", "unjudged_first"):
         assert name in out
     assert "reached" in out  # the conditional mean with its reach rates
-    assert f"guardrail table {mine.count()} rows -> parquet {tmp_path / 'out' / 'guardrails'}" in out
+    assert f"guardrail table {mine.count()} rows -> parquet {root / 'out' / 'guardrails'}" in out
+
+
+@pytest.mark.slow
+def test_the_report_shows_every_guardrail_beside_the_ndcg_delta_in_chromium(spark, sample_run, guarded, tmp_path):
+    import html
+    import subprocess
+
+    from tests.test_report import _chromium, _chromium_args
+
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
+    root, _ = guarded
+    page = root / "out" / "reports" / sample_run.run_id / "report.html"
+    args = [a for a in _chromium_args(binary, tmp_path / "profile") if not a.startswith("--window-size=")]
+    dom = subprocess.run([*args, "--window-size=1400,900", "--dump-dom", page.as_uri()], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
+    rows = spark.read.parquet(str(root / "out" / "guardrails")).filter("slice_dimension = 'overall'").collect()
+    assert "Guardrails" in text and "NDCG@" in text
+    for r in rows:
+        assert r["guardrail"] in text
+        assert re.search(rf"{r['guardrail']}.{{0,400}}{r['verdict']}", text), r["guardrail"]
+    assert f"guardrails {rows[0]['overall_verdict']}" in text.lower()
 
 
 @pytest.mark.e2e

@@ -220,8 +220,8 @@ class ReleaseSpec:
         unit alone, so a paired unit moves in both arms at once.
     slices : columns of the outcomes table to break the guardrails down by.
     on_bad_rows : ``error`` (default: the run fails naming the rule, the count and an example)
-        or ``quarantine`` (the rows are set aside -- every row of an offending unit -- and counted
-        in the guardrail table's ``rows_set_aside``).
+        or ``quarantine`` (the rows are set aside -- for the unit rules every row of the unit -- and
+        counted in the guardrail table's ``rows_set_aside``).
     """
 
     arm: str = "arm"
