@@ -204,7 +204,8 @@ def test_bad_outcome_rows_fail_naming_the_rule_the_count_and_an_example(spark, p
 
 def test_quarantined_outcome_rows_are_set_aside_and_counted(spark, per_request):
     rows = _release(seed=3, n=90)
-    bad = rows + [{**rows[0], "session_id": "extra", "arm": "hybrid" if rows[0]["arm"] == "bm25" else "bm25"},
+    other_arm = "hybrid" if rows[0]["arm"] == "bm25" else "bm25"
+    bad = rows + [{**rows[0], "session_id": "extra", "arm": other_arm, "lat": -2.0},  # breaks two rules: once aside
                   {**rows[5], "session_id": "neg", "lat": -1.0}]
     table = guardrail_table(per_request, _spec(replicates=0, on_bad_rows="quarantine"),
                             CompareSpec(baseline="bm25", candidate="hybrid"), outcomes=_outcomes(spark, bad))

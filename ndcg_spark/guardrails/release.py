@@ -41,13 +41,11 @@ class ReleaseRows:
 
     rows: DataFrame
     measures: tuple[Measure, ...]
-    #: rows of the two compared arms read, and how many were set aside (``quarantine``) per rule
+    #: rows of the two compared arms (or of none) read, and how many were set aside (``quarantine``)
     rows_read: int
-    set_aside: dict[str, int]
-
-    @property
-    def rows_set_aside(self) -> int:
-        return sum(self.set_aside.values())
+    rows_set_aside: int
+    #: rows breaking each rule (a row can break two)
+    broken: dict[str, int]
 
 
 def release_rows(outcomes: DataFrame, spec: GuardrailSpec, arms: tuple[str, str]) -> ReleaseRows:
@@ -78,7 +76,7 @@ def release_rows(outcomes: DataFrame, spec: GuardrailSpec, arms: tuple[str, str]
     rows = good.select(F.col(release.arm).alias(ARM), F.col(release.unit).cast("string").alias(UNIT),
                        *[F.col(s) for s in release.slices],
                        *[_value(g).alias(f"g{i}") for i, g in enumerate(checks)])
-    return ReleaseRows(rows, measures, int(counts["read"]), broken)
+    return ReleaseRows(rows, measures, int(counts["read"]), int(counts["set_aside"]), broken)
 
 
 def _require_columns(outcomes: DataFrame, release: ReleaseSpec, checks: tuple[Guardrail, ...]) -> None:
@@ -130,7 +128,7 @@ def _rule_counts(flagged: DataFrame, release: ReleaseSpec, arms: tuple[str, str]
     """Rows read, rows per arm, and per rule its count and an example row (the smallest, as JSON)."""
     original = [c for c in flagged.columns if c not in (*_EXPLAINED, "_bad")]
     row_json = F.to_json(F.struct(*[F.col(c) for c in original]))
-    aggs = [F.count(F.lit(1)).alias("read")]
+    aggs = [F.count(F.lit(1)).alias("read"), F.count(F.when(F.col("_bad"), True)).alias("set_aside")]
     aggs += [F.count(F.when(F.col(release.arm) == F.lit(a), True)).alias(f"arm:{a}") for a in arms]
     for rule in _EXPLAINED:
         aggs += [F.count(F.when(F.col(rule), True)).alias(rule),
