@@ -216,6 +216,16 @@ def test_quarantined_outcome_rows_are_set_aside_and_counted(spark, per_request):
     assert row["verdict"] == "inconclusive" and row["baseline_ci_low"] is None  # no replicates, no interval
 
 
+def test_a_rate_that_never_moved_in_either_arm_is_no_evidence(spark, per_request):
+    """Zero incidents in both arms gives every replicate 0 % and a [0, 0] interval: inconclusive, not pass."""
+    rows = [{**r, "done": False} for r in _release(seed=8, n=60)]
+    table = guardrail_table(per_request, _spec(replicates=20), CompareSpec(baseline="bm25", candidate="hybrid"),
+                            outcomes=_outcomes(spark, rows))
+    row = table.filter("guardrail = 'completion' AND slice_dimension = 'overall'").first()
+    assert (row["difference_ci_low"], row["difference_ci_high"]) == (0.0, 0.0)
+    assert row["verdict"] == "inconclusive"
+
+
 def test_a_paired_design_resamples_a_unit_in_both_arms_at_once(spark, per_request):
     """Every technician in both arms: the difference's interval is the paired one (the oracle
     draws one count per technician for both arms) and narrower than two independent draws give."""

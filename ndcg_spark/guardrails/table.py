@@ -173,4 +173,6 @@ def _row(g: Guardrail, k: int | None, stats: dict[str, Any], spec: GuardrailSpec
     row["observed_share_difference"] = None if None in shares else shares[1] - shares[0]
     row["verdict"] = verdict(g.better, g.margin_kind, g.margin, difference_interval=stats["difference_interval"],
                              relative_interval=stats["relative_interval"])
+    if g.statistic == "rate" and row["baseline_value"] == row["candidate_value"] in (0.0, 1.0):
+        row["verdict"] = "inconclusive"  # no event (or only events) in either arm: the bootstrap cannot bound it
     return row
