@@ -339,6 +339,7 @@ def test_intervals_cover_the_true_values_at_about_the_declared_rate(spark, per_r
         ):
             coverage[(r["guardrail"], name)].append(low <= value <= high)
     rates = {key: sum(hits) / len(hits) for key, hits in coverage.items()}
+    print("coverage of the 95 % intervals:", {f"{g} {n}": round(r, 3) for (g, n), r in sorted(rates.items())})
     assert all(len(hits) == 150 for hits in coverage.values())
     for (guardrail, name), rate in rates.items():
         band = (0.85, 0.99) if guardrail == "time_p90" else (0.88, 0.99)  # percentile bootstrap of a tail: a little low
