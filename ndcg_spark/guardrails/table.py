@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.comparison.sides import describe_sides, slice_columns
@@ -119,11 +119,10 @@ def guardrail_table(
         "created_at": (created_at or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0),
     }
     rows = [tuple({**row, **stamps}[c] for c in GUARDRAIL_COLUMNS) for row in found]
-    return per_request.sparkSession.createDataFrame(rows, GUARDRAIL_SCHEMA).orderBy(
-        *_ORDER(spec))
+    return per_request.sparkSession.createDataFrame(rows, GUARDRAIL_SCHEMA).orderBy(*_ordering(spec))
 
 
-def _ORDER(spec: GuardrailSpec) -> list:  # noqa: N802 - an ordering, like a constant
+def _ordering(spec: GuardrailSpec) -> list[Column | str]:
     """Declaration order, then K, then the overall slice first."""
     order = F.array_position(F.array(*[F.lit(g.name) for g in spec.checks]), F.col("guardrail"))
     return [order, F.col("k").asc_nulls_first(), F.col("slice_dimension") != F.lit(OVERALL), "slice_dimension",
