@@ -68,7 +68,11 @@ def _release(seed: int, n: int = 240):
 
 
 def _spec(replicates=60, **release):
-    return GuardrailSpec.from_dict({
+    return GuardrailSpec.from_dict(_spec_section(replicates, **release))
+
+
+def _spec_section(replicates=60, **release):
+    return ({
         "release": {"outcomes": {"path": "-"}, "arm": "arm", "unit": "tech", "slices": ["rarity"], **release},
         "bootstrap": {"replicates": replicates, "seed": 5},
         "checks": [
@@ -90,8 +94,11 @@ def per_request(spark):
     return score_requests(cands, grades, Contract(k=[1, 3]))
 
 
-def _oracle_verdict(better, kind, margin, difference_interval, relative_interval):
-    """SPEC §5 read directly: 'worse' is the candidate's excess in the bad direction."""
+def _oracle_verdict(better, kind, margin, difference_interval, relative_interval, observed=(30, 30)):
+    """SPEC §5 read directly: 'worse' is the candidate's excess in the bad direction; fewer than
+    30 observed rows in an arm (the default ``min_observed``) is no evidence."""
+    if min(observed) < 30:
+        return "inconclusive"
     interval = relative_interval if kind == "relative" else difference_interval
     if interval is None or None in interval:
         return "inconclusive"
@@ -138,7 +145,10 @@ def test_release_statistics_intervals_and_verdicts_match_a_plain_python_oracle(s
         difference, relative = _interval(per_replicate["difference"]), _interval(per_replicate["relative"])
         assert [row["difference_ci_low"], row["difference_ci_high"]] == pytest.approx(difference, abs=TOLERANCE)
         assert [row["relative_ci_low"], row["relative_ci_high"]] == pytest.approx(relative, abs=TOLERANCE)
-        assert row["verdict"] == _oracle_verdict(row["better"], row["margin_kind"], row["margin"], difference, relative)
+        observed = [sum(r[column] is not None for r in arms[arm]) for arm in ("bm25", "hybrid")]
+        assert row["below_min_observed"] == (min(observed) < 30)
+        assert row["verdict"] == _oracle_verdict(row["better"], row["margin_kind"], row["margin"], difference, relative,
+                                                 observed)
     overall = [row["verdict"] for (name, dim, _), row in got.items() if dim == "overall"]
     expected = "fail" if "fail" in overall else "inconclusive" if "inconclusive" in overall else "pass"
     assert {row["overall_verdict"] for row in got.values()} == {expected}
@@ -216,10 +226,28 @@ def test_quarantined_outcome_rows_are_set_aside_and_counted(spark, per_request):
     assert row["verdict"] == "inconclusive" and row["baseline_ci_low"] is None  # no replicates, no interval
 
 
+def test_a_slice_with_too_few_observed_rows_is_inconclusive_and_flagged(spark, per_request):
+    rows = _release(seed=10, n=120)
+    for i, r in enumerate(rows):
+        r["rarity"] = "rare" if i < 12 else "common"  # about 6 rare sessions per arm
+    spec = GuardrailSpec.from_dict({**_spec_section(replicates=20), "min_observed": 10})
+    table = guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"),
+                            outcomes=_outcomes(spark, rows))
+    for row in table.collect():
+        small = min(row["baseline_n_observed"], row["candidate_n_observed"]) < 10
+        assert row["below_min_observed"] == small and row["min_observed"] == 10
+        if small:
+            assert row["verdict"] == "inconclusive"
+    assert table.filter("slice_value = 'rare' AND below_min_observed").count() == 3
+    with pytest.raises(ContractError, match=r"guardrails.min_observed: must be an integer >= 0"):
+        GuardrailSpec.from_dict({**_spec_section(), "min_observed": -1})
+
+
 def test_a_rate_that_never_moved_in_either_arm_is_no_evidence(spark, per_request):
     """Zero incidents in both arms gives every replicate 0 % and a [0, 0] interval: inconclusive, not pass."""
     rows = [{**r, "done": False} for r in _release(seed=8, n=60)]
-    table = guardrail_table(per_request, _spec(replicates=20), CompareSpec(baseline="bm25", candidate="hybrid"),
+    spec = GuardrailSpec.from_dict({**_spec_section(replicates=20), "min_observed": 0})
+    table = guardrail_table(per_request, spec, CompareSpec(baseline="bm25", candidate="hybrid"),
                             outcomes=_outcomes(spark, rows))
     row = table.filter("guardrail = 'completion' AND slice_dimension = 'overall'").first()
     assert (row["difference_ci_low"], row["difference_ci_high"]) == (0.0, 0.0)

@@ -35,7 +35,13 @@ from ndcg_spark.config.bootstrap import (
     require_replicates,
     require_seed,
 )
-from ndcg_spark.config.checks import require_choice, require_mapping, require_number, validate_identifier
+from ndcg_spark.config.checks import (
+    require_choice,
+    require_int,
+    require_mapping,
+    require_number,
+    validate_identifier,
+)
 from ndcg_spark.errors import ContractError
 
 __all__ = [
@@ -57,7 +63,7 @@ _PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
 _CHECK_FIELDS = frozenset({"name", "source", "column", "statistic", "better", "margin", "range", "flag", "threshold",
                            "value"})
 _RELEASE_FIELDS = frozenset({"outcomes", "arm", "unit", "design", "slices", "on_bad_rows"})
-_FIELDS = frozenset({"release", "documents", "checks", "bootstrap"})
+_FIELDS = frozenset({"release", "documents", "checks", "bootstrap", "min_observed"})
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,9 @@ class GuardrailSpec:
     ci_level, replicates, seed : the bootstrap (YAML ``bootstrap: {level, replicates, seed}``,
         defaults 0.95, 1000, 0): Poisson counts per unit, pure functions of the seed, the
         replicate and the unit, like the aggregates' and the comparison's.
+    min_observed : a row (guardrail x K x slice) where an arm has fewer observed rows is flagged
+        ``below_min_observed`` and its verdict is ``inconclusive`` (default 30, like
+        ``compare.min_paired``): a bootstrap of a handful of rows is no evidence.
     """
 
     checks: tuple[Guardrail, ...]
@@ -267,6 +276,7 @@ class GuardrailSpec:
     ci_level: float = 0.95
     replicates: int = 1000
     seed: int = 0
+    min_observed: int = 30
     sources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -284,6 +294,7 @@ class GuardrailSpec:
         require_replicates(self.replicates, "guardrails.bootstrap.replicates", minimum=MIN_REPLICATES,
                            maximum=MAX_REPLICATES, zero_means="no intervals: every verdict inconclusive")
         require_seed(self.seed, "guardrails.bootstrap.seed")
+        require_int(self.min_observed, "guardrails.min_observed", minimum=0)
 
     @property
     def release_checks(self) -> tuple[Guardrail, ...]:
@@ -299,6 +310,7 @@ class GuardrailSpec:
             "checks": [g.to_dict() for g in self.checks],
             "release": None if self.release is None else self.release.to_dict(),
             "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed},
+            "min_observed": self.min_observed,
         }
 
     @property
@@ -327,4 +339,5 @@ class GuardrailSpec:
                                                    f"{path}.bootstrap.level")
         sources = {"outcomes": (data.get("release") or {}).get("outcomes"), "documents": data.get("documents")}
         parsed = tuple(Guardrail.parse(item, f"{path}.checks[{i}]") for i, item in enumerate(checks))
-        return cls(checks=parsed, release=release, sources=sources, **resampling)
+        extra = {"min_observed": data["min_observed"]} if "min_observed" in data else {}
+        return cls(checks=parsed, release=release, sources=sources, **resampling, **extra)

@@ -33,10 +33,12 @@ GUARDRAIL_COLUMNS = (
     "relative_ci_low",
     "relative_ci_high",
     "observed_share_difference",
+    "below_min_observed",
     "verdict",
     "overall_verdict",
     "rows_read",
     "rows_set_aside",
+    "min_observed",
     "ci_level",
     "bootstrap_replicates",
     "seed",
@@ -49,7 +51,8 @@ GUARDRAIL_COLUMNS = (
 
 _TYPES = {
     "k": "int", "margin": "double", "rows_read": "bigint", "rows_set_aside": "bigint", "ci_level": "double",
-    "bootstrap_replicates": "int", "seed": "bigint", "created_at": "timestamp",
+    "bootstrap_replicates": "int", "seed": "bigint", "created_at": "timestamp", "below_min_observed": "boolean",
+    "min_observed": "int",
     **{f"{arm}_{name}": "bigint" for arm in ("baseline", "candidate") for name in ("n", "n_observed")},
     **{f"{arm}_{name}": "double" for arm in ("baseline", "candidate")
        for name in ("observed_share", "value", "ci_low", "ci_high")},

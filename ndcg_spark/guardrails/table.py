@@ -114,7 +114,8 @@ def guardrail_table(
     stamps = {
         "run_id": sides.run_id, "baseline": arms[0], "candidate": arms[1], "overall_verdict": overall,
         "ci_level": spec.ci_level if spec.replicates else None, "bootstrap_replicates": spec.replicates,
-        "seed": spec.seed, "guardrail_fingerprint": spec.fingerprint, "contract_fingerprint": sides.contract_fingerprint,
+        "seed": spec.seed, "min_observed": spec.min_observed, "guardrail_fingerprint": spec.fingerprint,
+        "contract_fingerprint": sides.contract_fingerprint,
         "code_version": code_version or __version__,
         "created_at": (created_at or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0),
     }
@@ -172,6 +173,9 @@ def _row(g: Guardrail, k: int | None, stats: dict[str, Any], spec: GuardrailSpec
     row["observed_share_difference"] = None if None in shares else shares[1] - shares[0]
     row["verdict"] = verdict(g.better, g.margin_kind, g.margin, difference_interval=stats["difference_interval"],
                              relative_interval=stats["relative_interval"])
+    row["below_min_observed"] = min(row["baseline_n_observed"], row["candidate_n_observed"]) < spec.min_observed
     if g.statistic == "rate" and row["baseline_value"] == row["candidate_value"] in (0.0, 1.0):
         row["verdict"] = "inconclusive"  # no event (or only events) in either arm: the bootstrap cannot bound it
+    if row["below_min_observed"]:
+        row["verdict"] = "inconclusive"
     return row
