@@ -290,7 +290,8 @@ class GuardrailSpec:
             first = next(i for i, g in enumerate(self.checks) if g.source == "release")
             raise ContractError(f"guardrails.checks[{first}]",
                                 "is a release guardrail, but guardrails.release (the outcomes table) is not set")
-        require_level(self.ci_level, "guardrails.bootstrap.level")
+        level = require_number(self.ci_level, "guardrails.bootstrap.level")
+        object.__setattr__(self, "ci_level", require_level(level, "guardrails.bootstrap.level"))
         require_replicates(self.replicates, "guardrails.bootstrap.replicates", minimum=MIN_REPLICATES,
                            maximum=MAX_REPLICATES, zero_means="no intervals: every verdict inconclusive")
         require_seed(self.seed, "guardrails.bootstrap.seed")
@@ -334,9 +335,6 @@ class GuardrailSpec:
         if release is not None and "outcomes" not in data["release"]:
             raise ContractError(f"{path}.release.outcomes", "is required: the release's outcomes table")
         resampling = bootstrap_fields(data.get("bootstrap"), f"{path}.bootstrap", ("level", "replicates", "seed"))
-        if "ci_level" in resampling:
-            resampling["ci_level"] = require_level(require_number(resampling["ci_level"], f"{path}.bootstrap.level"),
-                                                   f"{path}.bootstrap.level")
         sources = {"outcomes": (data.get("release") or {}).get("outcomes"), "documents": data.get("documents")}
         parsed = tuple(Guardrail.parse(item, f"{path}.checks[{i}]") for i, item in enumerate(checks))
         extra = {"min_observed": data["min_observed"]} if "min_observed" in data else {}

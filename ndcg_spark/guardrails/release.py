@@ -64,7 +64,7 @@ def release_rows(outcomes: DataFrame, spec: GuardrailSpec, arms: tuple[str, str]
         raise ValidationError(
             f"guardrails.release: the outcomes have no row of arm {missing[0]!r} (rule outcome_arm_missing; "
             f"column {release.arm!r}); a compared system must have served part of the release", "outcome_arm_missing")
-    broken = {rule: counts[rule] for rule in _EXPLAINED if counts[rule]}
+    broken = {rule: counts[rule] for rule in _rules(release) if counts[rule]}
     if broken and release.on_bad_rows == "error":
         rule = next(iter(broken))
         raise ValidationError(
@@ -77,6 +77,12 @@ def release_rows(outcomes: DataFrame, spec: GuardrailSpec, arms: tuple[str, str]
                        *[F.col(s) for s in release.slices],
                        *[_value(g).alias(f"g{i}") for i, g in enumerate(checks)])
     return ReleaseRows(rows, measures, int(counts["read"]), int(counts["set_aside"]), broken)
+
+
+def _rules(release: ReleaseSpec) -> tuple[str, str]:
+    """The rules a design's rows can break: its unit rule, then the range rule."""
+    unit = "outcome_unit_in_two_arms" if release.design == "two_sample" else "outcome_unit_unpaired"
+    return unit, "outcome_out_of_range"
 
 
 def _require_columns(outcomes: DataFrame, release: ReleaseSpec, checks: tuple[Guardrail, ...]) -> None:
@@ -115,13 +121,12 @@ def _flagged(outcomes: DataFrame, release: ReleaseSpec, checks: tuple[Guardrail,
     range_bad = F.col(release.arm).isNull() | F.col(release.unit).isNull()
     for g in checks:
         range_bad = range_bad | _out_of_range(g)
-    unit_rule = "outcome_unit_in_two_arms" if release.design == "two_sample" else "outcome_unit_unpaired"
+    unit_rule = _rules(release)[0]
     unit_bad = (F.col("_arms") > 1) if release.design == "two_sample" else (F.col("_arms") < 2)
     unit_bad = F.col(release.unit).isNotNull() & F.coalesce(unit_bad, F.lit(False))
     flags = {unit_rule: unit_bad, "outcome_out_of_range": range_bad}
-    other = next(r for r in ("outcome_unit_in_two_arms", "outcome_unit_unpaired") if r != unit_rule)
     return with_arms.select(*outcomes.columns, *[f.alias(n) for n, f in flags.items()],
-                            F.lit(False).alias(other), (unit_bad | range_bad).alias("_bad"))
+                            (unit_bad | range_bad).alias("_bad"))
 
 
 def _rule_counts(flagged: DataFrame, release: ReleaseSpec, arms: tuple[str, str]) -> dict[str, object]:
@@ -130,7 +135,7 @@ def _rule_counts(flagged: DataFrame, release: ReleaseSpec, arms: tuple[str, str]
     row_json = F.to_json(F.struct(*[F.col(c) for c in original]))
     aggs = [F.count(F.lit(1)).alias("read"), F.count(F.when(F.col("_bad"), True)).alias("set_aside")]
     aggs += [F.count(F.when(F.col(release.arm) == F.lit(a), True)).alias(f"arm:{a}") for a in arms]
-    for rule in _EXPLAINED:
+    for rule in _rules(release):
         aggs += [F.count(F.when(F.col(rule), True)).alias(rule),
                  F.min(F.when(F.col(rule), row_json)).alias(f"example:{rule}")]
     return flagged.agg(*aggs).first().asDict()

@@ -94,7 +94,7 @@ def arm_statistics(
     if any(not m.additive for m in measures):
         percentiles = _percentiles(_expanded(prepared, replicates, seed), measures, slices)
         per_replicate = join_null_safe(per_replicate, percentiles, ("_replicate", *_SLICE))
-    statistics = per_replicate.select("_replicate", *_SLICE, *_arm_counts(), *_per_measure(measures, scales))
+    statistics = per_replicate.select("_replicate", *_SLICE, "a0_n", "a1_n", *_per_measure(measures, scales))
     summary = statistics.groupBy(*_SLICE).agg(*_summaries(measures, ci_level))
     return [_as_row(i, row) for row in summary.collect() for i in range(len(measures))]
 
@@ -156,10 +156,6 @@ def _percentiles(expanded: DataFrame, measures: Sequence[Measure], slices: Seque
     exploded = expanded.select("_replicate", slice_memberships(list(slices)).alias("_slice"), "_side", "_draws",
                                *[f"v{i}" for i, m in enumerate(measures) if not m.additive])
     return exploded.groupBy("_replicate", *[F.col(f"_slice.{c}").alias(c) for c in _SLICE]).agg(*found)
-
-
-def _arm_counts() -> list[Column]:
-    return [F.col(f"a{side}_n") for side in (0, 1)]
 
 
 def _per_measure(measures: Sequence[Measure], scales: Sequence[FixedPoint]) -> list[Column]:
