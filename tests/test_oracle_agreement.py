@@ -344,8 +344,10 @@ def collect_concurrently(names, build) -> dict:
 
 
 @pytest.fixture(scope="module")
-def data(spark):
-    """The generated tables, as plain rows (oracle input) and cached DataFrames (library input)."""
+def data(production_spark):
+    """The generated tables, as plain rows (oracle input) and cached DataFrames (library input);
+    the module runs Spark with a nightly run's settings (``production_spark``)."""
+    spark = production_spark
     cands, judgments = generate()
 
     def build(cs, js):
@@ -396,6 +398,13 @@ def agreement(data):
         return oracle.score_prepared(data[_data_set(combo[0])]["prepared"], k=KS, **_choices(combo))
 
     return _diff(collect_concurrently(COMBOS, build), expected)
+
+
+def test_the_grid_runs_spark_as_a_nightly_run_does(data, production_spark):
+    """Generated code and adaptive execution (Spark's defaults), not the suite's small-data settings."""
+    conf = production_spark.conf
+    assert (conf.get("spark.sql.codegen.wholeStage"), conf.get("spark.sql.adaptive.enabled")) == ("true", "true")
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
 
 
 def test_the_grid_covers_every_pair_of_choices():
