@@ -125,7 +125,8 @@ def guardrail_table(
 
 def _ordering(spec: GuardrailSpec) -> list[Column | str]:
     """Declaration order, then K, then the overall slice first."""
-    order = F.array_position(F.array(*[F.lit(g.name) for g in spec.checks]), F.col("guardrail"))
+    positions = F.create_map(*[F.lit(x) for i, g in enumerate(spec.checks) for x in (g.name, i)])
+    order = positions[F.col("guardrail")]
     return [order, F.col("k").asc_nulls_first(), F.col("slice_dimension") != F.lit(OVERALL), "slice_dimension",
             "slice_value"]
 

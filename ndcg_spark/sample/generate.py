@@ -145,7 +145,7 @@ def generate(
 
     >>> (data.candidates.filter("request_id = 'req-0000001' AND system = 'hybrid'")
     ...     .join(data.judgments, ["request_id", "doc_id"], "left")
-    ...     .orderBy("position").select("position", "doc_id", "score", "grade").show(4))
+    ...     .orderBy("position").select("position", "doc_id", "score", "grade").limit(4).show())
     +--------+-----------+------+-----+
     |position|     doc_id| score|grade|
     +--------+-----------+------+-----+
@@ -154,7 +154,7 @@ def generate(
     |       3| SB-0104127|0.6225|  1.0|
     |       4|SOP-0180370|0.4547|  0.0|
     +--------+-----------+------+-----+
-    only showing top 4 rows
+    <BLANKLINE>
     """
     _check_arguments(n_requests, seed, num_partitions)
     if isinstance(no_positive_share, bool) or not isinstance(no_positive_share, (int, float)) or not (

@@ -25,6 +25,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ndcg_spark.compat import try_cast_column
 from ndcg_spark.errors import ValidationError
 
 _TEXT = (T.StringType, T.VarcharType, T.CharType)
@@ -51,7 +52,7 @@ def not_finite(c: Column) -> Column:
 def parsed_number(column: str) -> Column:
     """String column ``column`` as a double: null when blank or not a number."""
     raw = quoted(column)
-    return F.when(is_blank(raw), F.lit(None).cast("double")).otherwise(raw.try_cast("double"))
+    return F.when(is_blank(raw), F.lit(None).cast("double")).otherwise(try_cast_column(column, "double"))
 
 
 def schema_error(table: str, problem: str, rule: str) -> ValidationError:
