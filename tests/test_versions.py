@@ -57,6 +57,22 @@ def test_the_package_declares_a_pyspark_range_not_a_pin():
     assert "==" not in pyspark and ">=3.5" in pyspark and "<5" in pyspark, pyspark
 
 
+@pytest.mark.slow  # builds the wheel (pip, an isolated build environment)
+def test_the_wheel_ships_py_typed_and_requires_the_range(tmp_path):
+    import zipfile
+
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
+                           str(HERE.parent)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = tmp_path.glob("ndcg_spark-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        requires_dist = [line for line in zf.read(metadata).decode().splitlines() if line.startswith("Requires-Dist: pyspark")]
+    assert "ndcg_spark/py.typed" in names
+    assert requires_dist == ["Requires-Dist: pyspark<5,>=3.5"], requires_dist
+
+
 def test_per_request_rows_are_the_same_bits_as_on_the_newest_pyspark(spark, tmp_path):
     import pyspark
 
