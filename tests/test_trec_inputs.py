@@ -169,3 +169,28 @@ def test_malformed_lines_in_the_job_quarantined_and_counted(spark, files, tmp_pa
     scored = read_run(spark, result.target, "r1").filter(F.col("k") == 3)
     assert {r["request_id"]: r["ndcg"] for r in scored.collect()} == {"q1": pytest.approx(1.0, abs=1e-15),
                                                                       "q3": pytest.approx(1.0, abs=1e-15)}
+
+
+def test_the_guardrails_first_result_follows_doc_id_desc(spark):
+    """Both systems tie "a" and "b" at the top; "b" is unjudged. Ties by doc id ascending show "a"
+    first (judged), descending "b" (unjudged): the first_result_unjudged flag tells them apart."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark import Contract, GuardrailSpec
+    from ndcg_spark.config.compare_spec import Side
+    from ndcg_spark.guardrails.offline import offline_rows
+
+    cands = spark.createDataFrame(
+        [("q1", "a", s, 2.0) for s in ("x", "y")] + [("q1", "b", s, 2.0) for s in ("x", "y")],
+        "request_id string, doc_id string, system string, score double")
+    judgs = spark.createDataFrame([("q1", "a", 1.0)], "request_id string, doc_id string, grade double")
+    per_request = cands.select("system", F.lit(None).cast("string").alias("pool_version"), "request_id").distinct()
+    spec = GuardrailSpec.from_dict({"bootstrap": {"replicates": 0}, "checks": [
+        {"name": "unjudged_first", "source": "offline", "flag": "first_result_unjudged", "better": "lower",
+         "margin": {"absolute": 0.05}}]})
+    flags = {}
+    for ties in ("doc_id", "doc_id_desc"):
+        rows, measures = offline_rows(per_request, cands, spec.checks, (Side("x"), Side("y")),
+                                      Contract(k=[1], order="score", ties=ties), [], judgments=judgs)
+        flags[ties] = {r[0] for r in rows.select(measures[0][2].column).collect()}
+    assert flags == {"doc_id": {0.0}, "doc_id_desc": {1.0}}

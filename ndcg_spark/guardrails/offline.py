@@ -7,7 +7,7 @@
   contractor may open), at every K of the contract.
 
 "Displayed" follows the contract's order: position ascending, or score descending then doc id
-(``order: score``). A document column is read from the candidates when they have it, else from
+(``order: score``; descending under ``ties: doc_id_desc``). A document column is read from the candidates when they have it, else from
 a documents table joined on the doc id. A null column value leaves the request's flag null: it
 is not counted in the rate (``n_observed`` says how many were).
 
