@@ -75,12 +75,14 @@ def scored(spark, tmp_path_factory):
     run_path, qrels_path = _write(tmp_path_factory.mktemp("reference"), run, qrels)
     cands, judgs = read_trec_run(spark, run_path).cache(), read_trec_qrels(spark, qrels_path).cache()
     trec = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS}))
+    trec_j = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS, "unjudged": "exclude"}))
     spark_like = score_requests(cands, judgs, Contract.from_dict({"preset": "ranking_evaluator", "k": KS_SPARK}))
     macro = aggregate(spark_like, AggregateSpec(replicates=0)).select("k", "macro_ndcg", "n_requests", "n_empty_ideal")
     out = {
         "run": run,
         "qrels": qrels,
         "trec": {(r["request_id"], r["k"]): r for r in trec.collect()},
+        "trec_j": {(r["request_id"], r["k"]): r["ndcg"] for r in trec_j.collect()},
         "spark_like": {(r["request_id"], r["k"]): r["ndcg"] for r in spark_like.collect()},
         "macro": {r["k"]: r for r in macro.collect()},
     }
@@ -119,14 +121,19 @@ def test_the_data_tells_the_conventions_apart():
         assert sum(abs(other[key]["ndcg"] - v["ndcg"]) > 1e-6 for key, v in expected.items()) >= 30, change
 
 
-def test_trec_eval_preset_matches_pytrec_eval_per_query(scored):
+def _pytrec_eval(scored, **options) -> tuple[dict, dict, dict]:
+    """(pytrec_eval's ndcg_cut per query, the qrels and the run as its dicts)."""
     qrels, run = defaultdict(dict), defaultdict(dict)
     for q, d, rel in scored["qrels"]:
         qrels[q][d] = rel
     for q, d, _, s in scored["run"]:
         run[q][d] = s
     measure = "ndcg_cut." + ",".join(map(str, KS))
-    reference = pytrec_eval.RelevanceEvaluator(dict(qrels), {measure}).evaluate(dict(run))
+    return pytrec_eval.RelevanceEvaluator(dict(qrels), {measure}, **options).evaluate(dict(run)), qrels, run
+
+
+def test_trec_eval_preset_matches_pytrec_eval_per_query(scored):
+    reference, qrels, run = _pytrec_eval(scored)
     # pytrec_eval (like trec_eval) evaluates the queries of both the run and the qrels
     assert set(reference) == set(run) & set(qrels)
     diffs = [abs(scored["trec"][(q, k)]["ndcg"] - values[f"ndcg_cut_{k}"]) for q, values in reference.items() for k in KS]
@@ -142,6 +149,16 @@ def test_trec_eval_preset_matches_pytrec_eval_per_query(scored):
                for q in no_qrels for k in KS)
     print(f"trec_eval preset vs pytrec_eval: {len(reference)} queries x {len(KS)} cutoffs, "
           f"max |difference| {max(diffs):.3g}")
+
+
+def test_trec_eval_preset_with_unjudged_exclude_matches_pytrec_eval_judged_docs_only(scored):
+    """trec_eval -J drops unjudged documents and moves the later ones up: ``unjudged: exclude``."""
+    reference, _, _ = _pytrec_eval(scored, judged_docs_only_flag=True)
+    diffs = [abs(scored["trec_j"][(q, k)] - values[f"ndcg_cut_{k}"]) for q, values in reference.items() for k in KS]
+    assert max(diffs) <= TOL, max(diffs)
+    plain, _, _ = _pytrec_eval(scored)  # and -J changes the numbers on this data
+    assert sum(abs(plain[q][m] - reference[q][m]) > 1e-6 for q in reference for m in reference[q]) >= 30
+    print(f"trec_eval preset + unjudged: exclude vs pytrec_eval -J: {len(reference)} queries, max |difference| {max(diffs):.3g}")
 
 
 def test_ranking_evaluator_preset_matches_spark_ranking_evaluator(spark, scored):
