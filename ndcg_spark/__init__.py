@@ -42,6 +42,8 @@ _EXPORTS = {
     "PoolMismatchError": "ndcg_spark.comparison.guard",
     "GuardrailSpec": "ndcg_spark.config.guardrail_spec",
     "guardrail_table": "ndcg_spark.guardrails.table",
+    "read_trec_run": "ndcg_spark.formats.trec",
+    "read_trec_qrels": "ndcg_spark.formats.trec",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -66,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config.compare_spec import CompareSpec
     from ndcg_spark.config.guardrail_spec import GuardrailSpec
     from ndcg_spark.guardrails.table import guardrail_table
+    from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
 
 
 def __getattr__(name: str) -> Any:

@@ -8,18 +8,20 @@ test (``tests/test_oracle_agreement.py``) compares the Spark implementation agai
 Semantics implemented
 ---------------------
 * A request is the group ``(request_id, system)``; nothing is ever ranked across requests.
-* gain: ``"exponential"`` 2**g - 1, ``"linear"`` g, or ``{"table": {grade: gain}}`` (a grade
+* gain: ``"exponential"`` 2**g - 1, ``"linear"`` g, ``"binary"`` 1 if g > 0 else 0, or
+  ``{"table": {grade: gain}}`` (a grade
   missing from the table raises ``KeyError`` -- the oracle never invents a gain).
 * discount: the term at 1-based position p is divided by log2(p + 1).
 * order: ``"position"`` (ascending) or ``"score"`` (descending). Under score order, ties are
-  ``"doc_id"`` (score desc, then doc_id asc in string order) or ``"average"`` (McSherry & Najork
+  ``"doc_id"`` (score desc, then doc_id asc in string order), ``"doc_id_desc"`` (score desc, then
+  doc_id desc in string order: trec_eval's ``comp_sim_docno``) or ``"average"`` (McSherry & Najork
   2008): a group of n equal-score candidates occupying positions s+1..s+n contributes, at every
   position p of that range with p <= K, the group's mean gain / log2(p + 1).
 * unjudged (grade None): ``"zero"`` and ``"separate"`` give gain 0 and keep the position;
   ``"exclude"`` drops the candidate before ranking (later candidates move up).
   ``n_unjudged_in_top_k`` is None under ``"zero"``; otherwise it is the number of unjudged
   candidates among the first K of the *full* displayed list (before condensing; under score order
-  the display order is score desc, doc_id asc, whatever the ties choice).
+  the display order is score desc, then doc_id desc under ``"doc_id_desc"``, else doc_id asc).
 * ideal_from: ``"candidates"`` -> the gains of this request's candidates (after the unjudged policy,
   unjudged gain 0), sorted descending; ``"judgments"`` -> the gains of every judged document of the
   request in the judgments table, retrieved or not, sorted descending.
@@ -85,6 +87,8 @@ def make_gain(gain: Any) -> Callable[[float], float]:
         return lambda g: 2.0 ** float(g) - 1.0
     if gain == "linear":
         return lambda g: float(g)
+    if gain == "binary":
+        return lambda g: 1.0 if g > 0 else 0.0
     if isinstance(gain, Mapping):
         entries = gain["table"] if "table" in gain else gain
         table = {float(grade): float(value) for grade, value in entries.items()}
@@ -137,10 +141,13 @@ def tie_average_dcg_at_k(scored_gains: Iterable[tuple[float, float]], k: int) ->
     return dcg_at_k(tie_average_gains(scored_gains), k)
 
 
-def display_order(candidates: Iterable[Candidate], order: str) -> list[Candidate]:
-    """Candidates in displayed order: position ascending, or score desc then doc_id asc."""
+def display_order(candidates: Iterable[Candidate], order: str, ties: str = "doc_id") -> list[Candidate]:
+    """Candidates in displayed order: position ascending, or score desc then doc_id asc (doc_id
+    desc under ``ties="doc_id_desc"``)."""
     if order == "position":
         return sorted(candidates, key=lambda c: c.position)
+    if order == "score" and ties == "doc_id_desc":
+        return sorted(candidates, key=lambda c: (c.score, c.doc_id), reverse=True)
     if order == "score":
         return sorted(candidates, key=lambda c: (-c.score, c.doc_id))
     raise ValueError(f"unknown order {order!r}")
@@ -166,13 +173,13 @@ def score_request(
     """
     if unjudged not in ("zero", "exclude", "separate"):
         raise ValueError(f"unknown unjudged policy {unjudged!r}")
-    if ties not in ("doc_id", "average"):
+    if ties not in ("doc_id", "average", "doc_id_desc"):
         raise ValueError(f"unknown ties {ties!r}")
     if empty_ideal not in ("exclude", "zero", "error"):
         raise ValueError(f"unknown empty_ideal {empty_ideal!r}")
     gain_of = make_gain(gain)
 
-    displayed = display_order(candidates, order)
+    displayed = display_order(candidates, order, ties)
     n_candidates = len(displayed)
     n_judged = sum(1 for c in displayed if c.grade is not None)
     n_positive = sum(1 for c in displayed if c.grade is not None and c.grade > 0)

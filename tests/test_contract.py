@@ -130,3 +130,83 @@ def test_import_is_instant_and_starts_nothing():
     code = "import sys, ndcg_spark; assert 'pyspark' not in sys.modules, 'pyspark imported'; print(ndcg_spark.__version__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# ----------------------------------------------------------------------------- presets
+TREC_EVAL_SPELLED_OUT = {"gain": "linear", "discount": "log2", "order": "score", "ties": "doc_id_desc",
+                         "ideal_from": "judgments", "unjudged": "separate", "empty_ideal": "zero"}
+
+
+def test_preset_resolves_to_explicit_fields_with_the_same_fingerprint():
+    preset = Contract.from_dict({"preset": "trec_eval", "k": [5, 10]})
+    spelled = Contract.from_dict({**TREC_EVAL_SPELLED_OUT, "k": [10, 5]})
+    assert preset == spelled and preset.fingerprint == spelled.fingerprint
+    assert "preset" not in preset.to_dict() and Contract.from_dict(preset.to_dict()) == preset
+    spark_like = Contract.from_dict({"preset": "ranking_evaluator"})
+    assert (spark_like.gain.kind, spark_like.order, spark_like.ideal_from, spark_like.empty_ideal) == (
+        "binary", "position", "judgments", "zero")
+    assert spark_like.fingerprint != preset.fingerprint
+
+
+def test_a_field_beside_the_preset_overrides_it():
+    c = Contract.from_dict({"preset": "trec_eval", "gain": "exponential", "empty_ideal": "exclude"})
+    assert (c.gain.kind, c.empty_ideal, c.ties, c.ideal_from) == ("exponential", "exclude", "doc_id_desc", "judgments")
+    assert c.fingerprint == Contract.from_dict({**TREC_EVAL_SPELLED_OUT, "gain": "exponential",
+                                                "empty_ideal": "exclude"}).fingerprint
+
+
+def test_preset_from_a_job_yaml(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("version: 1\ncontract: {preset: trec_eval, k: [10]}\ninputs:\n  candidates: {path: run.txt, format: trec_run}\n"
+                    "  judgments: {path: qrels.txt, format: trec_qrels}\n")
+    job = JobConfig.from_yaml(path)
+    assert job.contract == Contract.from_dict({**TREC_EVAL_SPELLED_OUT, "k": [10]})
+    assert (job.candidates.format, job.judgments.format) == ("trec_run", "trec_qrels")
+
+
+@pytest.mark.parametrize("preset", ["ranx", "", None, ["trec_eval"]])
+def test_unknown_preset_names_the_dotted_path(preset):
+    with pytest.raises(ContractError, match=r"^contract\.preset: must be one of ranking_evaluator, trec_eval; got "):
+        Contract.from_dict({"preset": preset})
+
+
+def test_a_bad_field_beside_a_preset_still_names_its_path():
+    with pytest.raises(ContractError, match=r"contract\.ties: must be one of"):
+        Contract.from_dict({"preset": "trec_eval", "ties": "random"})
+
+
+@pytest.mark.parametrize("source, message", [
+    ({"path": "r", "format": "trec_qrels"}, r"inputs\.candidates\.format: must be one of parquet, csv, trec_run"),
+    ({"table": "db.run", "format": "trec_run"}, r"inputs\.candidates\.format: trec_run reads a file"),
+])
+def test_trec_formats_only_where_they_fit(source, message):
+    with pytest.raises(ContractError, match=message):
+        JobConfig.from_dict({"version": 1, "inputs": {"candidates": source}})
+    with pytest.raises(ContractError, match=r"outputs\.per_request\.format"):
+        JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
+                             "outputs": {"per_request": {"path": "o", "format": "trec_run"}}})
+
+
+# Computed by the code before doc_id_desc, binary gain and presets existed (commit 261fecf): new
+# options enter the fingerprint only when used.
+FINGERPRINTS_BEFORE_PRESETS = [
+    ({}, "1b16a3c985c13aa7"),
+    ({"k": [5, 10], "gain": "linear", "empty_ideal": "zero"}, "bc33512e7554a153"),
+    ({"order": "score", "ties": "average"}, "ef0f1de844626b30"),
+    ({"order": "score", "ideal_from": "judgments", "unjudged": "zero", "gain": {"table": {0: 0, 1: 1, 2: 3}}},
+     "90ab2a67e0b01ec9"),
+    ({"k": [10], "gain": "linear", "order": "score", "ideal_from": "judgments", "empty_ideal": "zero"},
+     "937a1c3ae88f40eb"),
+]
+
+
+@pytest.mark.parametrize("data, fingerprint", FINGERPRINTS_BEFORE_PRESETS)
+def test_existing_contracts_keep_their_fingerprints(data, fingerprint):
+    assert Contract.from_dict(data).fingerprint == fingerprint
+
+
+def test_new_options_change_the_fingerprint_only_when_used():
+    base = {"k": [10], "order": "score", "ideal_from": "judgments", "empty_ideal": "zero"}
+    prints = {Contract.from_dict({**base, **extra}).fingerprint
+              for extra in ({}, {"ties": "doc_id_desc"}, {"gain": "binary"}, {"gain": "linear"})}
+    assert len(prints) == 4

@@ -8,7 +8,9 @@ non-integer grades, judged documents that no system retrieved, and requests scor
 
 Order/ties x ideal_from x unjudged run in full (the scorer branches on how they combine); gain
 and empty_ideal (applied on their own) are spread over those 18 contracts so that every value of
-every choice meets every value of every other (pairwise, checked by a test). Each is compared
+every choice meets every value of every other (pairwise, checked by a test). Score order with
+ties by doc id descending (trec_eval's) takes the doc-id branch with the opposite sort, so it runs
+in three more contracts that meet every value of every other choice, not every combination. Each is compared
 column by column to 1e-9. The exponential (default) gain runs on the full data set; linear and
 table gains run on its first 400 requests. Each contract is a small, latency-bound Spark job, so
 the module-scoped fixtures run them four at a time (:func:`collect_concurrently`) and each
@@ -46,7 +48,11 @@ ORDER_TIES = {
     "position": ("position", "doc_id"),
     "score-doc_id": ("score", "doc_id"),
     "score-average": ("score", "average"),
+    "score-doc_id_desc": ("score", "doc_id_desc"),
 }
+#: The order/ties that the scorer branches on (run with every ideal_from x unjudged); the others
+#: are a different sort key in one of these branches and run pairwise only.
+BRANCHING_ORDER_TIES = ["position", "score-doc_id", "score-average"]
 IDEAL_FROM = ["candidates", "judgments"]
 UNJUDGED = ["zero", "exclude", "separate"]
 EMPTY_IDEAL = ["exclude", "zero"]
@@ -204,6 +210,19 @@ def test_oracle_score_order_doc_id_ties_are_string_order():
     assert res[1]["dcg"] == 0.0  # "d10" < "d9"
 
 
+def test_oracle_score_order_doc_id_desc_ties_are_reverse_string_order():
+    cands = [oracle.Candidate("d10", score=1.0, grade=3.0), oracle.Candidate("d9", score=1.0, grade=0.0),
+             oracle.Candidate("a", score=2.0, grade=0.0)]
+    res = oracle.score_request(cands, k=[2], order="score", ties="doc_id_desc", gain="linear")
+    assert res[2]["dcg"] == 0.0  # "a" (higher score), then "d9" > "d10"; d10's 3 is third
+    assert [c.doc_id for c in oracle.display_order(cands, "score", "doc_id_desc")] == ["a", "d9", "d10"]
+
+
+def test_oracle_binary_gain():
+    gain = oracle.make_gain("binary")
+    assert [gain(g) for g in (0.0, 0.5, 1.0, 3.0)] == [0.0, 1.0, 1.0, 1.0]
+
+
 def test_oracle_tie_average_by_hand():
     # scores 2, 1, 1, 1, 0 with gains 1, 7, 0, 3, 1; K=3 cuts the tie group {7, 0, 3} at position 3
     pairs = [(2.0, 1.0), (1.0, 7.0), (1.0, 0.0), (1.0, 3.0), (0.0, 1.0)]
@@ -269,11 +288,17 @@ def _grid() -> list[tuple[str, str, str, str, str]]:
     the ranked candidates or the judgments). Gain and empty_ideal are applied on their own (one
     gain column; the NDCG of an empty ideal, last), so they are assigned to cover every pair of
     values of any two choices: with ``s`` the sum of the three indices, gain ``s % 3`` and
-    empty_ideal ``s % 2`` meet each other value and each other (``s`` runs over 0..5)."""
+    empty_ideal ``s % 2`` meet each other value and each other (``s`` runs over 0..5). Each other
+    order/ties runs once per unjudged policy ``u``, with ideal ``u % 2``, gain ``(u + 1) % 3`` and
+    empty_ideal ``(u + 1) % 2``: every value of every other choice, in three contracts."""
     grid = []
-    for (o, ot), (d, i), (u, un) in itertools.product(*(enumerate(c) for c in (ORDER_TIES, IDEAL_FROM, UNJUDGED))):
+    lists = (BRANCHING_ORDER_TIES, IDEAL_FROM, UNJUDGED)
+    for (o, ot), (d, i), (u, un) in itertools.product(*(enumerate(c) for c in lists)):
         s = o + d + u
         grid.append((list(GAINS)[s % len(GAINS)], ot, i, un, EMPTY_IDEAL[s % len(EMPTY_IDEAL)]))
+    for ot in (ot for ot in ORDER_TIES if ot not in BRANCHING_ORDER_TIES):
+        for u, un in enumerate(UNJUDGED):
+            grid.append((list(GAINS)[(u + 1) % len(GAINS)], ot, IDEAL_FROM[u % 2], un, EMPTY_IDEAL[(u + 1) % 2]))
     return grid
 
 
@@ -412,7 +437,9 @@ def test_the_grid_covers_every_pair_of_choices():
     for a, b in itertools.combinations(range(len(options)), 2):
         pairs = {(c[a], c[b]) for c in COMBOS}
         assert pairs == set(itertools.product(options[a], options[b])), (a, b)
-    assert {c[1:4] for c in COMBOS} == set(itertools.product(*options[1:4]))
+    branching = {c[1:4] for c in COMBOS if c[1] in BRANCHING_ORDER_TIES}
+    assert branching == set(itertools.product(BRANCHING_ORDER_TIES, *options[2:4]))
+    assert len(COMBOS) == len(branching) + len(UNJUDGED) * (len(ORDER_TIES) - len(BRANCHING_ORDER_TIES))
 
 
 @pytest.mark.parametrize("combo", [pytest.param(c, id=_combo_id(c)) for c in COMBOS])

@@ -33,14 +33,15 @@ from typing import Any
 import yaml
 
 from ndcg_spark.config.checks import require_choice, validate_identifier
+from ndcg_spark.config.presets import resolve_preset
 from ndcg_spark.errors import ContractError
 
 CONTRACT_VERSION = 1
 
-GAIN_KINDS = ("exponential", "linear", "table")
+GAIN_KINDS = ("exponential", "linear", "table", "binary")
 DISCOUNTS = ("log2",)
 ORDERS = ("auto", "position", "score")
-TIES = ("doc_id", "average")
+TIES = ("doc_id", "average", "doc_id_desc")
 IDEAL_FROM = ("candidates", "judgments")
 UNJUDGED = ("zero", "exclude", "separate")
 EMPTY_IDEAL = ("exclude", "zero", "error")
@@ -58,7 +59,8 @@ class GainMapping:
     """How a grade becomes a gain.
 
     ``exponential``: 2^grade - 1; ``linear``: grade; ``table``: an explicit grade -> gain map
-    (a grade missing from the table is an input error, never a silent 0).
+    (a grade missing from the table is an input error, never a silent 0); ``binary``: 1 for a
+    grade > 0, else 0 (relevant or not, as Spark's ``RankingEvaluator``).
     """
 
     kind: str = "exponential"
@@ -94,7 +96,7 @@ class GainMapping:
             if len(set(grades)) != len(grades):
                 raise ContractError(f"{path}.table", "lists the same grade twice")
             return cls(kind="table", table=tuple(sorted(pairs)))
-        raise ContractError(path, f"must be exponential, linear or {{table: {{grade: gain}}}}, got {value!r}")
+        raise ContractError(path, f"must be exponential, linear, binary or {{table: {{grade: gain}}}}, got {value!r}")
 
     def to_plain(self) -> str | dict[str, dict[str, float]]:
         if self.kind != "table":
@@ -154,13 +156,15 @@ class Contract:
     Parameters
     ----------
     k : cutoffs >= 1, scored in one pass (stored sorted, deduplicated).
-    gain : ``"exponential"`` (2^g - 1), ``"linear"`` (g) or ``{"table": {grade: gain}}``.
+    gain : ``"exponential"`` (2^g - 1), ``"linear"`` (g), ``"binary"`` (1 if g > 0 else 0) or
+        ``{"table": {grade: gain}}``.
     discount : ``"log2"`` (1 / log2(position + 1)).
     order : ``"position"`` (displayed position ascending), ``"score"`` (score descending) or
         ``"auto"`` (position if the candidates have that column, else score; resolved before
         scoring and stamped resolved).
-    ties : under score order, ``"doc_id"`` (score desc, then doc id asc) or ``"average"``
-        (tie-aware expected DCG, McSherry & Najork 2008).
+    ties : under score order, ``"doc_id"`` (score desc, then doc id asc), ``"doc_id_desc"`` (score
+        desc, then doc id desc: trec_eval's order) or ``"average"`` (tie-aware expected DCG,
+        McSherry & Najork 2008).
     ideal_from : ``"candidates"`` (the request's judged candidates) or ``"judgments"`` (every judged
         document of the request, retrieved or not).
     unjudged : ``"zero"`` (gain 0, keep position), ``"exclude"`` (drop, later candidates move up) or
@@ -195,15 +199,27 @@ class Contract:
     # ---------------------------------------------------------------- construction
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, path: str = "contract") -> Contract:
-        """Build from a plain mapping (e.g. the ``contract:`` section of a job YAML)."""
+        """Build from a plain mapping (e.g. the ``contract:`` section of a job YAML).
+
+        ``preset`` (:data:`~ndcg_spark.config.presets.PRESETS`) stands for its fields; the fields
+        given beside it override them. The result is the resolved contract (same fingerprint as
+        the fields spelled out).
+
+        >>> Contract.from_dict({"preset": "trec_eval", "k": [10]}) == Contract(
+        ...     k=[10], gain="linear", order="score", ties="doc_id_desc", ideal_from="judgments", empty_ideal="zero")
+        True
+        """
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
             raise ContractError(path, f"must be a mapping, got {type(data).__name__}")
+        data = resolve_preset(data, path)
         known = {f.name for f in fields(cls)} | {"version"}
         for key in data:
             if key not in known:
-                raise ContractError(f"{path}.{key}", f"is not a contract field; fields are {', '.join(sorted(known))}")
+                raise ContractError(
+                    f"{path}.{key}", f"is not a contract field; fields are {', '.join(sorted(known | {'preset'}))}"
+                )
         version = data.get("version", CONTRACT_VERSION)
         if version != CONTRACT_VERSION:
             raise ContractError(f"{path}.version", f"must be {CONTRACT_VERSION}, got {version!r}")

@@ -4,7 +4,7 @@
 one it breaks); :class:`ValidationSpec` says, per rule, whether a broken rule fails the run
 (``error``) or sets the rows aside (``quarantine``). Detection lives in :mod:`ndcg_spark.validation`.
 
->>> print(describe_rules().splitlines()[4])
+>>> print(describe_rules().splitlines()[6])
 request_id_missing       row       request id null, empty or blank
 """
 
@@ -55,6 +55,20 @@ RULES: tuple[Rule, ...] = (
         "weight: a number, or a string holding one)",
     ),
     Rule("input_empty", "schema", INPUTS, "an input table has no rows"),
+    Rule(
+        "trec_field_count",
+        "row",
+        ("candidates", "judgments"),
+        "a line of a TREC run without exactly 6 whitespace-separated fields (qid Q0 docno rank score tag), "
+        "or of a TREC qrels file without exactly 4 (qid iter docno rel)",
+    ),
+    Rule(
+        "trec_not_numeric",
+        "row",
+        ("candidates", "judgments"),
+        "a TREC run line whose rank is not an integer or whose score is not a number, or a qrels line whose rel "
+        "is not a number",
+    ),
     Rule("request_id_missing", "row", INPUTS, "request id null, empty or blank"),
     Rule("doc_id_missing", "row", ("candidates", "judgments"), "doc id null, empty or blank"),
     Rule("grade_not_numeric", "row", ("candidates", "judgments"), "a grade string that is not a number"),

@@ -7,7 +7,7 @@
   contractor may open), at every K of the contract.
 
 "Displayed" follows the contract's order: position ascending, or score descending then doc id
-(``order: score``). A document column is read from the candidates when they have it, else from
+(``order: score``; descending under ``ties: doc_id_desc``). A document column is read from the candidates when they have it, else from
 a documents table joined on the doc id. A null column value leaves the request's flag null: it
 is not counted in the rate (``n_observed`` says how many were).
 
@@ -28,6 +28,7 @@ from ndcg_spark.config.guardrail_spec import Guardrail
 from ndcg_spark.errors import InputError
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.guardrails.statistics import ARM, UNIT, Measure
+from ndcg_spark.scoring.columns import doc_id_tie_break
 from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
 
 __all__ = ["offline_rows"]
@@ -111,7 +112,9 @@ def _ranked(candidates: DataFrame, contract: Contract, sides: tuple[Side, Side],
             match = match & (F.col("pool_version") == F.lit(side.pool_version))
         chosen = match if chosen is None else chosen | match
     first = F.col("_order").asc() if contract.order == "position" else F.col("_order").desc()
-    window = Window.partitionBy("system", "pool_version", "request_id").orderBy(first, F.col("doc_id").asc())
+    window = Window.partitionBy("system", "pool_version", "request_id").orderBy(
+        first, doc_id_tie_break(contract, F.col("doc_id"))
+    )
     return rows.filter(chosen).withColumn("_rank", F.row_number().over(window))
 
 

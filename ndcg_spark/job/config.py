@@ -29,6 +29,9 @@ from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1
 FORMATS = ("parquet", "csv")
+#: The formats an input may have besides FORMATS: ``trec_run`` (candidates) and ``trec_qrels``
+#: (judgments), read by :mod:`ndcg_spark.formats.trec`.
+TREC_FORMATS = {"inputs.candidates": "trec_run", "inputs.judgments": "trec_qrels"}
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -71,7 +74,8 @@ def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a table comes from: a ``path`` (Parquet or CSV) or a catalog ``table``."""
+    """Where a table comes from: a ``path`` (Parquet or CSV; for ``inputs.candidates`` also a TREC
+    run, ``trec_run``, for ``inputs.judgments`` TREC qrels, ``trec_qrels``) or a catalog ``table``."""
 
     path: str | None = None
     table: str | None = None
@@ -89,7 +93,10 @@ class Source:
             raise ContractError(path, "needs exactly one of path or table")
         if table is not None and (not isinstance(table, str) or not _TABLE_NAME.match(table)):
             raise ContractError(f"{path}.table", f"must be [catalog.][database.]table of identifiers, got {table!r}")
-        fmt = require_choice(data.get("format", "parquet"), FORMATS, f"{path}.format")
+        formats = FORMATS + ((TREC_FORMATS[path],) if path in TREC_FORMATS else ())
+        fmt = require_choice(data.get("format", "parquet"), formats, f"{path}.format")
+        if fmt.startswith("trec_") and table is not None:
+            raise ContractError(f"{path}.format", f"{fmt} reads a file: give a path, not a table")
         if src_path is not None:
             src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)

@@ -12,13 +12,20 @@ from pyspark.sql.utils import AnalysisException
 
 from ndcg_spark.job.config import Source
 from ndcg_spark.errors import InputError
+from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
 
 
 def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
-    """Read a Parquet/CSV path or a catalog table; a missing one is an :class:`InputError`."""
+    """Read a Parquet/CSV path, a TREC run or qrels file or a catalog table; a missing one is an
+    :class:`InputError`. A TREC file's malformed lines are kept, for validation's rules
+    (:mod:`ndcg_spark.formats.trec`)."""
     try:
         if source.table is not None:
             return spark.read.table(source.table)
+        if source.format == "trec_run":
+            return read_trec_run(spark, source.path, keep_malformed=True)
+        if source.format == "trec_qrels":
+            return read_trec_qrels(spark, source.path, keep_malformed=True)
         if source.format == "csv":
             return spark.read.option("header", True).option("inferSchema", True).csv(source.path)
         return spark.read.parquet(source.path)

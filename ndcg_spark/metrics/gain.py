@@ -14,8 +14,9 @@ def gain(grade: Column, mapping: GainMapping) -> Column:
     Parameters
     ----------
     grade : a numeric grade column (null: the document is unjudged).
-    mapping : ``exponential`` (2^g - 1), ``linear`` (g) or an explicit table grade -> gain (a
-        grade the table does not list maps to null; validation rejects such grades first).
+    mapping : ``exponential`` (2^g - 1), ``linear`` (g), ``binary`` (1 if g > 0, else 0) or an
+        explicit table grade -> gain (a grade the table does not list maps to null; validation
+        rejects such grades first).
 
     Returns
     -------
@@ -25,20 +26,23 @@ def gain(grade: Column, mapping: GainMapping) -> Column:
     --------
     >>> grades = spark.createDataFrame([(0.0,), (1.0,), (3.0,), (None,)], "grade double")
     >>> grades.select("grade", gain(F.col("grade"), GainMapping()).alias("exponential"),
-    ...               gain(F.col("grade"), GainMapping("linear")).alias("linear")).show()
-    +-----+-----------+------+
-    |grade|exponential|linear|
-    +-----+-----------+------+
-    |  0.0|        0.0|   0.0|
-    |  1.0|        1.0|   1.0|
-    |  3.0|        7.0|   3.0|
-    | NULL|       NULL|  NULL|
-    +-----+-----------+------+
+    ...               gain(F.col("grade"), GainMapping("linear")).alias("linear"),
+    ...               gain(F.col("grade"), GainMapping("binary")).alias("binary")).show()
+    +-----+-----------+------+------+
+    |grade|exponential|linear|binary|
+    +-----+-----------+------+------+
+    |  0.0|        0.0|   0.0|   0.0|
+    |  1.0|        1.0|   1.0|   1.0|
+    |  3.0|        7.0|   3.0|   1.0|
+    | NULL|       NULL|  NULL|  NULL|
+    +-----+-----------+------+------+
     <BLANKLINE>
     """
     if mapping.kind == "exponential":
         return F.pow(F.lit(2.0), grade) - F.lit(1.0)
     if mapping.kind == "linear":
         return grade.cast("double")
+    if mapping.kind == "binary":
+        return (grade > F.lit(0)).cast("double")  # null stays null
     table = F.create_map(*[F.lit(x) for pair in mapping.table for x in (float(pair[0]), float(pair[1]))])
     return F.when(grade.isNull(), F.lit(None).cast("double")).otherwise(table[grade.cast("double")])

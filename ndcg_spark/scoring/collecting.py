@@ -15,7 +15,13 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg
 from ndcg_spark.metrics.gain import gain
-from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
+from ndcg_spark.scoring.columns import (
+    REQUEST_KEYS,
+    by_doc_id_descending,
+    keys_as_strings,
+    keys_frame,
+    metrics_column,
+)
 from ndcg_spark.scoring.inputs import prepare_judgments
 from ndcg_spark.scoring.large import cut_to_top_k
 
@@ -61,7 +67,9 @@ def score_collected_lists(
     grouped = collected.groupBy(*keys).agg(
         # sort_array orders structs field by field with no comparator lambda (array_sort's
         # default comparator is a lambda, evaluated interpreted for every comparison)
-        F.sort_array(F.collect_list(F.struct(*_item_fields(contract, tie_aware)))).alias("items"),
+        F.sort_array(
+            F.collect_list(F.struct(*_item_fields(contract, tie_aware))), asc=not by_doc_id_descending(contract)
+        ).alias("items"),
         *_ideal_of_candidates(contract),
         *([] if cut else counts),
     )
@@ -92,9 +100,12 @@ def _with_tie_groups(rows: DataFrame, ranked: Column) -> DataFrame:
 
 
 def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
-    """The fields of a list item, its sort key first: ``(position, doc_id)``, or ``(-score, doc_id)``."""
+    """The fields of a list item, its sort key first: ``(position, doc_id)``, ``(-score, doc_id)``,
+    or under ``ties: doc_id_desc`` ``(score, doc_id)``, sorted descending."""
     if contract.order == "position":
         sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
+    elif by_doc_id_descending(contract):
+        sort_key = [F.col("score").alias("o1"), F.col("doc_id").alias("o2")]
     else:
         sort_key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
     ties = [F.col("tie_start"), F.col("tie_size")] if tie_aware else []

@@ -64,6 +64,17 @@ def metrics_column(contract: Contract, per_k: list[tuple[int, Column, Column, Co
     ]).alias("metrics")
 
 
+def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:
+    """The sort order of ``doc_id`` that breaks ties of the contract's order: descending under
+    ``order: score, ties: doc_id_desc`` (trec_eval's), else ascending."""
+    return doc_id.desc() if by_doc_id_descending(contract) else doc_id.asc()
+
+
+def by_doc_id_descending(contract: Contract) -> bool:
+    """Whether score ties go to the larger doc id first (``ties: doc_id_desc`` under score order)."""
+    return contract.order == "score" and contract.ties == "doc_id_desc"
+
+
 def keys_as_strings(scored: DataFrame) -> DataFrame:
     """The request keys as strings (a request id may have been grouped on as an integer)."""
     rest = [c for c in scored.columns if c not in REQUEST_KEYS]

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.scoring.columns import REQUEST_KEYS
+from ndcg_spark.scoring.columns import REQUEST_KEYS, doc_id_tie_break
 
 #: Requests with more candidates than this are cut to the rows that can reach the top max(K)
 #: before their list is collected.
@@ -47,7 +47,7 @@ def cut_to_top_k(rows: DataFrame, contract: Contract, ranked: Column, tie_aware:
     if contract.order == "position":
         order = [F.col("position").asc(), F.col("doc_id").asc()]
     else:
-        order = [F.col("score").desc(), F.col("doc_id").asc()]
+        order = [F.col("score").desc(), doc_id_tie_break(contract, F.col("doc_id"))]
     rows = rows.withColumn("_rn_all", F.row_number().over(Window.partitionBy(*keys).orderBy(*order)))
     rows = rows.withColumn("_rn_ranked", F.row_number().over(Window.partitionBy(*keys, ranked).orderBy(*order)))
     keep = (F.col("_rn_all") <= m) | (ranked & (F.col("_rn_ranked") <= m))

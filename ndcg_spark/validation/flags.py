@@ -18,9 +18,9 @@ and ``__v_pool`` (system, pool version).
 +---+------------------+---------+
 | id|         __v_rules|__v_first|
 +---+------------------+---------+
-|  1|  [grade_negative]|        7|
+|  1|  [grade_negative]|        9|
 |  2|                []|     NULL|
-|  3|[grade_not_finite]|        8|
+|  3|[grade_not_finite]|       10|
 +---+------------------+---------+
 <BLANKLINE>
 >>> flagged.filter("__v_first IS NOT NULL").select(rule_name(F.col("__v_first")).alias("primary")).collect()
@@ -33,6 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.validation_spec import RULE_INDEX, RULE_NAMES
+from ndcg_spark.formats.trec import TREC_RULE
 from ndcg_spark.validation.tables import InputTable
 
 #: A request list: one system's candidates for one request (and pool version).
@@ -76,9 +77,23 @@ def with_rules(df: DataFrame, flags: list[Flag], *, append: bool = False) -> Dat
 
 
 def flag_rows(table: InputTable, derived: dict[str, Column], flags: list[Flag]) -> DataFrame:
-    """``table``'s rows with the ``derived`` columns, its parsed numeric strings and the row ``flags``."""
+    """``table``'s rows with the ``derived`` columns, its parsed numeric strings and the row ``flags``
+    (with the TREC line rules of a table read from a TREC file: :func:`with_line_rules`)."""
     columns = {**derived, **table.parsed_columns()}
-    return with_rules(table.df.select("*", *[c.alias(n) for n, c in columns.items()]), flags)
+    return with_rules(table.df.select("*", *[c.alias(n) for n, c in columns.items()]), with_line_rules(table, flags))
 
 
-__all__ = ["JUDGED_PAIR", "REQUEST_LIST", "Flag", "flag_rows", "rule_name", "with_rules"]
+def with_line_rules(table: InputTable, flags: list[Flag]) -> list[Flag]:
+    """``flags`` plus ``trec_field_count`` and ``trec_not_numeric`` when ``table`` was read from a TREC
+    file with ``keep_malformed=True`` (its ``trec_rule`` column, :mod:`ndcg_spark.formats.trec`). The
+    other row rules are checked on well-formed lines only: a malformed line's fields are not what
+    their places say, so it breaks its TREC rule alone."""
+    if TREC_RULE not in table.types:
+        return flags
+    rule = F.col(TREC_RULE)
+    malformed = rule.isNotNull()
+    line_rules = [(name, malformed & (rule == F.lit(name))) for name in ("trec_field_count", "trec_not_numeric")]
+    return [(name, flag & ~malformed) for name, flag in flags] + line_rules
+
+
+__all__ = ["JUDGED_PAIR", "REQUEST_LIST", "Flag", "flag_rows", "rule_name", "with_line_rules", "with_rules"]

@@ -1,0 +1,164 @@
+"""TREC run and qrels files as inputs: whitespace-separated lines, read natively by Spark.
+
+A run line is ``qid Q0 docno rank score tag``; a qrels line is ``qid iter docno rel``. Each file
+is read with ``spark.read.text`` and split on whitespace (no Python UDF). Blank lines and lines
+starting with ``#`` are not rows (trec_eval skips them too). A line that is not well formed breaks
+a named validation rule (:data:`~ndcg_spark.config.validation_spec.RULES`):
+
+``trec_field_count``
+    not exactly 6 (run) or 4 (qrels) fields. (trec_eval ignores fields after a run's tag; here
+    they are an error, since they usually mean a tag or doc id with a space in it.)
+``trec_not_numeric``
+    the rank is not an integer, or the score or rel is not a number.
+
+By default the readers refuse such lines (one pass over the file, at the call): the error names
+the rule, how many lines break it and one of them. With ``keep_malformed=True`` every line is
+returned with its raw text (``trec_line``) and the rule it breaks (``trec_rule``, null when well
+formed); :func:`~ndcg_spark.validation.validate.validate_inputs` turns ``trec_rule`` into the
+rule, handled as ``error`` or ``quarantine`` like any other (this is what the job does).
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "run.txt").write_text("q1 Q0 d1 1 2.5 bm25\\nq1 Q0 d2 2 2.5 bm25\\n\\nq2 Q0 d1 1 0.5 bm25\\n")
+>>> read_trec_run(spark, str(folder / "run.txt")).orderBy("request_id", "position").show()
++----------+------+--------+-----+------+
+|request_id|doc_id|position|score|system|
++----------+------+--------+-----+------+
+|        q1|    d1|       1|  2.5|  bm25|
+|        q1|    d2|       2|  2.5|  bm25|
+|        q2|    d1|       1|  0.5|  bm25|
++----------+------+--------+-----+------+
+<BLANKLINE>
+>>> _ = (folder / "qrels.txt").write_text("q1 0 d1 2\\nq1 0 d9 high\\n")
+>>> read_trec_qrels(spark, str(folder / "qrels.txt"))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ndcg_spark.errors.ValidationError: ...
+- trec_not_numeric: 1 judgments row (...), e.g. {"trec_line":"q1 0 d9 high"}
+...
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+#: The raw line of a row read with ``keep_malformed=True``.
+TREC_LINE = "trec_line"
+#: The TREC rule a row read with ``keep_malformed=True`` breaks (null when well formed).
+TREC_RULE = "trec_rule"
+
+#: Columns of :func:`read_trec_run`: qid, docno, rank, score, tag (the ``Q0`` field is dropped).
+RUN_COLUMNS = ("request_id", "doc_id", "position", "score", "system")
+#: Columns of :func:`read_trec_qrels`: qid, docno, rel (the iteration field is dropped).
+QRELS_COLUMNS = ("request_id", "doc_id", "grade")
+
+_RUN_FIELDS = 6
+_QRELS_FIELDS = 4
+
+
+def _lines(spark: SparkSession, path: str) -> DataFrame:
+    """The file's content lines (``line``) and their fields (``f``); blank and ``#`` lines left out."""
+    text = spark.read.text(path)
+    line = F.trim(F.col("value"))
+    return text.filter((line != F.lit("")) & ~line.startswith("#")).select(
+        F.col("value").alias(TREC_LINE), F.split(line, r"\s+").alias("f")
+    )
+
+
+def _field(i: int) -> Column:
+    """The ``i``-th field (1-based), null when the line has fewer."""
+    return F.try_element_at(F.col("f"), F.lit(i))
+
+
+def _number(c: Column) -> Column:
+    """A field as a double: null when it is not a number."""
+    return c.try_cast("double")
+
+
+def _rule(n_fields: int, not_numeric: Column) -> Column:
+    """The TREC rule a line breaks, or null."""
+    return (
+        F.when(F.size("f") != F.lit(n_fields), F.lit("trec_field_count"))
+        .when(not_numeric, F.lit("trec_not_numeric"))
+        .otherwise(F.lit(None).cast("string"))
+    )
+
+
+def _finish(
+    lines: DataFrame, columns: dict[str, Column], rule: Column, keep_malformed: bool, what: str
+) -> DataFrame:
+    """The parsed columns; with ``keep_malformed`` the raw line and its rule too, else refused first."""
+    parsed = lines.select(*[c.alias(n) for n, c in columns.items()], F.col(TREC_LINE), rule.alias(TREC_RULE))
+    if keep_malformed:
+        return parsed
+    _refuse_malformed(parsed, what)
+    return parsed.select(*columns)
+
+
+def _refuse_malformed(parsed: DataFrame, what: str) -> None:
+    """Raise :class:`~ndcg_spark.errors.ValidationError` (the validation message) when a line
+    breaks a TREC rule: its rule, how many lines and one of them, per rule."""
+    from ndcg_spark.config.validation_spec import ValidationSpec
+    from ndcg_spark.validation.failures import raise_on_broken_rules
+
+    found = (
+        parsed.filter(F.col(TREC_RULE).isNotNull())
+        .groupBy(TREC_RULE)
+        .agg(F.count(F.lit(1)).alias("n"), F.min(F.to_json(F.struct(TREC_LINE))).alias("example"))
+        .collect()
+    )
+    counts = {(what, "rule", r[TREC_RULE]): (int(r["n"]), r["example"]) for r in found}
+    raise_on_broken_rules(counts, ValidationSpec())
+
+
+def read_trec_run(spark: SparkSession, path: str, *, keep_malformed: bool = False) -> DataFrame:
+    """A TREC run file (``qid Q0 docno rank score tag``) as candidates.
+
+    Parameters
+    ----------
+    path : a file or folder Spark can read as text (any Hadoop file system).
+    keep_malformed : return every line with ``trec_line`` and ``trec_rule`` (see the module
+        docstring) instead of refusing malformed ones.
+
+    Returns
+    -------
+    DataFrame ``request_id, doc_id, position`` (the rank field, a long), ``score`` (a double),
+    ``system`` (the tag). trec_eval ignores the rank and orders by score (``contract.order:
+    score``, as in the ``trec_eval`` preset).
+
+    Raises
+    ------
+    ValidationError
+        a line breaks ``trec_field_count`` or ``trec_not_numeric`` (unless ``keep_malformed``).
+    """
+    lines = _lines(spark, path)
+    rank, score = _number(_field(4)), _number(_field(5))
+    not_numeric = rank.isNull() | (rank != F.floor(rank)) | score.isNull()
+    columns = {
+        "request_id": _field(1),
+        "doc_id": _field(3),
+        "position": F.when(rank == F.floor(rank), rank.cast("long")),
+        "score": score,
+        "system": _field(6),
+    }
+    return _finish(lines, columns, _rule(_RUN_FIELDS, not_numeric), keep_malformed, "candidates")
+
+
+def read_trec_qrels(spark: SparkSession, path: str, *, keep_malformed: bool = False) -> DataFrame:
+    """A TREC qrels file (``qid iter docno rel``) as judgments.
+
+    Returns ``request_id, doc_id, grade`` (the rel, a double); see :func:`read_trec_run` for
+    ``path``, ``keep_malformed`` and the errors. A negative rel (trec_eval: judged "unjudged", gain 0
+    and left out of the ideal) breaks the rule ``grade_negative`` in validation; drop such lines
+    to get trec_eval's treatment.
+    """
+    lines = _lines(spark, path)
+    rel = _number(_field(4))
+    columns = {"request_id": _field(1), "doc_id": _field(3), "grade": rel}
+    return _finish(lines, columns, _rule(_QRELS_FIELDS, rel.isNull()), keep_malformed, "judgments")
+
+
+__all__ = ["QRELS_COLUMNS", "RUN_COLUMNS", "TREC_LINE", "TREC_RULE", "read_trec_qrels", "read_trec_run"]
