@@ -62,7 +62,9 @@ def score_requests(
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
         :class:`~ndcg_spark.errors.ValidationError` naming the rule, the count and an example
         row, instead of a silently wrong number. Costs the count-only detector's jobs when this
-        function is called. ``False`` for inputs already validated (the job does).
+        function is called. ``False`` for inputs already validated (the job does). The default
+        handling includes the skew guard (``too_many_candidates`` above 10,000): to score larger
+        requests, validate with ``max_candidates_per_request=None`` and pass ``False``.
 
     Returns
     -------
