@@ -79,6 +79,7 @@ def score_collected_lists(
         ranked_items = F.col("ranked_items")
     else:
         ranked_items = F.col("items")
+    grouped = grouped.select("*", *_bound_lists(contract, tie_aware))
     metrics = metrics_column(contract, _per_k(contract, tie_aware, ranked_items), _bounds(contract, tie_aware))
     return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", metrics))
 
@@ -145,28 +146,39 @@ def _per_k(contract: Contract, tie_aware: bool, ranked_items: Column) -> list[tu
     return per_k
 
 
-def _bounds(contract: Contract, tie_aware: bool) -> list[tuple[Column, Column, Column, Column]] | None:
-    """Per K the ``(dcg, idcg)`` of the low and of the high unjudged bound (None without a
-    declared scale): the full displayed list (``items``, nothing condensed) with every unjudged
-    gain set to the scale's lowest / highest gain, over the ideal with those candidates added."""
+def _bound_lists(contract: Contract, tie_aware: bool) -> list[Column]:
+    """The lists the unjudged bounds sum over, each a column of its own (computed once for every
+    K): the full displayed list (``items``, nothing condensed) with every unjudged gain set to the
+    scale's lowest / highest gain, and the ideal with those candidates added."""
     if contract.unjudged_gains is None:
-        return None
+        return []
     items, ideal = F.col("items"), F.col("ideal")
     n_unjudged = F.col("n_candidates") - F.col("n_judged")
     prefix = "all_" if contract.unjudged == "exclude" else ""
+    lists = []
+    for side, value in zip(("low", "high"), contract.unjudged_gains):
+        judged_at = F.lit(float(value))
+        if tie_aware:
+            shown = F.transform(items, lambda x: F.struct(
+                F.coalesce(x["gain"], judged_at).alias("gain"),
+                x[f"{prefix}tie_start"].alias("tie_start"), x[f"{prefix}tie_size"].alias("tie_size")))
+        else:
+            shown = F.transform(items, lambda x: F.coalesce(x["gain"], judged_at))
+        lists += [shown.alias(f"_shown_{side}"),
+                  unjudged_bound_ideal(ideal, n_unjudged, value, contract.max_k).alias(f"_ideal_{side}")]
+    return lists
+
+
+def _bounds(contract: Contract, tie_aware: bool) -> list[tuple[Column, Column, Column, Column]] | None:
+    """Per K the ``(dcg, idcg)`` of the low and of the high unjudged bound over
+    :func:`_bound_lists` (None without a declared scale)."""
+    if contract.unjudged_gains is None:
+        return None
     per_k = []
     for k in contract.k:
         terms = []
-        for value in contract.unjudged_gains:
-            judged_at = F.lit(float(value))
-            if tie_aware:
-                judged = F.transform(items, lambda x: F.struct(
-                    F.coalesce(x["gain"], judged_at).alias("gain"),
-                    x[f"{prefix}tie_start"].alias("tie_start"), x[f"{prefix}tie_size"].alias("tie_size")))
-                shown = expected_dcg(judged, k)
-            else:
-                # a position past the end of the list stays empty (its item, and so `judged`, is null)
-                shown = dcg(items, k, lambda x: F.when(x["judged"].isNotNull(), F.coalesce(x["gain"], judged_at)))
-            terms += [shown, dcg(unjudged_bound_ideal(ideal, n_unjudged, value, contract.max_k), k)]
+        for side in ("low", "high"):
+            shown = F.col(f"_shown_{side}")
+            terms += [expected_dcg(shown, k) if tie_aware else dcg(shown, k), dcg(F.col(f"_ideal_{side}"), k)]
         per_k.append(tuple(terms))
     return per_k
