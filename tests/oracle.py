@@ -30,6 +30,12 @@ Semantics implemented
 * A K larger than the list sums over what exists.
 * Counts: ``n_candidates`` (all candidate rows), ``n_judged`` (with a grade), ``n_positive``
   (grade > 0) -- independent of the unjudged policy.
+* Unjudged bounds: ``ndcg_unjudged_low`` / ``_high`` are the NDCG of the same request rescored
+  with every unjudged candidate given the lowest / highest grade of the scale (a gain table's
+  lowest and highest grade -- or ``max_grade`` -- else 0 and ``max_grade``; None without a scale):
+  nothing is unjudged any more, so nothing is excluded, and under ``ideal_from="judgments"`` those
+  candidates join the judged documents. An empty ideal is None (0.0 under ``empty_ideal="zero"``),
+  never an error.
 
 Examples
 --------
@@ -165,8 +171,10 @@ def score_request(
     unjudged: str = "separate",
     empty_ideal: str = "exclude",
     judged_grades: Iterable[float] | None = None,
+    max_grade: float | None = None,
+    bounds: bool = True,
 ) -> dict[int, dict[str, Any]]:
-    """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*}}``.
+    """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*, ndcg_unjudged_*}}``.
 
     ``judged_grades`` are the grades of every judged document of the request (needed only for
     ``ideal_from="judgments"``).
@@ -178,6 +186,9 @@ def score_request(
     if empty_ideal not in ("exclude", "zero", "error"):
         raise ValueError(f"unknown empty_ideal {empty_ideal!r}")
     gain_of = make_gain(gain)
+    rescored = None if not bounds else _unjudged_bounds(
+        candidates, k=k, gain=gain, order=order, ties=ties, ideal_from=ideal_from, empty_ideal=empty_ideal,
+        judged_grades=judged_grades, max_grade=max_grade)
 
     displayed = display_order(candidates, order, ties)
     n_candidates = len(displayed)
@@ -221,8 +232,36 @@ def score_request(
             "n_judged": n_judged,
             "n_positive": n_positive,
             "n_unjudged_in_top_k": n_unjudged_top,
+            "ndcg_unjudged_low": rescored[0][kk]["ndcg"] if rescored else None,
+            "ndcg_unjudged_high": rescored[1][kk]["ndcg"] if rescored else None,
         }
     return result
+
+
+def grade_scale(gain: Any, max_grade: float | None) -> tuple[float, float] | None:
+    """The lowest and highest grade of the declared scale, or None."""
+    if isinstance(gain, Mapping):
+        grades = [float(g) for g in (gain["table"] if "table" in gain else gain)]
+        return min(grades), (max(grades) if max_grade is None else float(max_grade))
+    return None if max_grade is None else (0.0, float(max_grade))
+
+
+def _unjudged_bounds(candidates: Sequence[Candidate], *, judged_grades: Iterable[float] | None,
+                     max_grade: float | None, empty_ideal: str, **contract: Any) -> list[dict] | None:
+    """The request rescored twice, every unjudged candidate judged at the lowest, then the
+    highest grade of the scale (see the module docstring)."""
+    scale = grade_scale(contract["gain"], max_grade)
+    if scale is None:
+        return None
+    known = list(judged_grades) if judged_grades is not None else None
+    out = []
+    for grade in scale:
+        judged = [Candidate(c.doc_id, c.position, c.score, grade if c.grade is None else c.grade) for c in candidates]
+        extra = [grade for c in candidates if c.grade is None]
+        out.append(score_request(judged, judged_grades=None if known is None else known + extra,
+                                 empty_ideal="zero" if empty_ideal == "zero" else "exclude", bounds=False,
+                                 **contract))
+    return out
 
 
 # --------------------------------------------------------------------------- whole tables

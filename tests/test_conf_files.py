@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - run from inside tests/
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: the fingerprint the README prints for both files' contract (its compare examples)
-README_FINGERPRINT = "d3409c6997964582"
+README_FINGERPRINT = "25423dc8469276d6"
 N_REQUESTS = 30
 RUN_ID = "2026-11-29"
 EPS = 1e-12
@@ -36,7 +36,7 @@ def test_the_shipped_yamls_load_with_the_readmes_contract_fingerprint():
     local = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "local.yaml")
     pools = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "compare_pools.yaml")
     expected = ndcg_spark.Contract(k=[1, 3, 5, 10], gain="exponential", order="position", unjudged="separate",
-                                   empty_ideal="exclude")
+                                   empty_ideal="exclude", max_grade=3)
     assert local.contract == expected and pools.contract.fingerprint == expected.fingerprint
     assert expected.fingerprint == README_FINGERPRINT
     # relative paths are relative to the checkout (the YAML's folder's parent)

@@ -217,8 +217,11 @@ def test_missing_column_is_named(spark):
 
 def test_wrong_type_is_named(spark):
     df = spark.createDataFrame([("q", "a", "first", 1.0)], "request_id string, doc_id string, position string, grade double")
-    with pytest.raises(InputError, match=r"'position'.*must be numeric, found string"):
+    # checked by default: the validation reads a numeric string and names the rule the row breaks
+    with pytest.raises(InputError, match=r"- position_invalid: 1 candidates row"):
         score_requests(df, contract=Contract(order="position"))
+    with pytest.raises(InputError, match=r"'position'.*must be numeric, found string"):
+        score_requests(df, contract=Contract(order="position"), validate=False)
 
 
 def test_average_ties_with_an_unjudged_member(spark):

@@ -226,11 +226,11 @@ def test_column_missing_and_column_type_name_the_rule(spark):
         validate_inputs(cands.withColumn("request_id", F.array("request_id")), judgs)
     with pytest.raises(ValidationError, match=r"attributes: missing column 'weight'.*rule column_missing"):
         validate_inputs(cands, judgs, attributes=Attributes(table=judgs, weight="weight"))
-    # score_requests on its own (no validation) names the same rules
+    # score_requests unchecked (validate=False: the plain metric) names the same rules
     with pytest.raises(InputError, match=r"rule column_missing"):
-        score_requests(cands.drop("position", "score"), judgs)
+        score_requests(cands.drop("position", "score"), judgs, validate=False)
     with pytest.raises(InputError, match=r"rule column_type"):
-        score_requests(cands, judgs.withColumn("grade", F.col("grade").cast("string")))
+        score_requests(cands, judgs.withColumn("grade", F.col("grade").cast("string")), validate=False)
 
 
 def test_input_empty_is_an_error(spark):

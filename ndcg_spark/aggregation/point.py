@@ -27,6 +27,9 @@ __all__ = ["Groups", "check_weights_and_ndcg", "means", "point_estimates", "stag
 
 #: the fixed-point sums behind the point estimates (each two long columns, see FixedPoint.names)
 _SUMMED = ("ndcg_sum", "weighted_ndcg_sum", "eligible_weight_sum", "weight_sum", "unjudged_sum")
+#: the unjudged bounds (per-request columns, optional: null when a table has none) -> aggregate suffix
+BOUNDS = ("ndcg_unjudged_low", "ndcg_unjudged_high")
+_BOUND_SUMMED = tuple(f"{b}_{part}" for b in BOUNDS for part in ("sum", "weighted_sum", "weight_sum"))
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ def stage2_rows(per_request: DataFrame, spec: AggregateSpec) -> tuple[DataFrame,
         F.col("empty_ideal").cast("boolean").alias("empty_ideal"),
         weight.alias("weight"),
         share.alias("unjudged"),
+        *[(F.col(b).cast("double") if b in present else F.lit(None).cast("double")).alias(b) for b in BOUNDS],
         *[F.col(name).cast("string").alias(alias) for name, alias in zip(spec.slices, slice_cols)],
     )
     return rows, slice_cols
@@ -148,23 +152,26 @@ def point_estimates(rows: DataFrame, spec: AggregateSpec, slice_cols: list[str],
     ndcg, weight, unjudged = F.col("ndcg"), F.col("weight"), F.col("unjudged")
     x, w = groups.ndcg_sum, groups.weight_sum
     terms = rows.select(
-        *GROUP_KEYS, *slice_cols, "ndcg", "empty_ideal", "unjudged",
+        *GROUP_KEYS, *slice_cols, "ndcg", "empty_ideal", "unjudged", *BOUNDS,
         *x.parts(ndcg, "ndcg_sum"),
         *w.parts(weight * ndcg, "weighted_ndcg_sum"),
         *w.parts(F.when(ndcg.isNotNull(), weight), "eligible_weight_sum"),
         *w.parts(weight, "weight_sum"),
         *x.parts(unjudged, "unjudged_sum"),
+        *[part for b in BOUNDS for part in _bound_parts(groups, b)],
     )
     sums = {
         "n_requests": F.count(F.lit(1)),
         "n_eligible": F.count("ndcg"),
         "n_empty_ideal": F.count(F.when(F.col("empty_ideal"), 1)),
         "n_unjudged": F.count("unjudged"),
-        **{part: F.sum(part) for name in _SUMMED for part in FixedPoint.names(name)},
+        **{f"n_{b}": F.count(b) for b in BOUNDS},
+        **{part: F.sum(part) for name in (*_SUMMED, *_BOUND_SUMMED) for part in FixedPoint.names(name)},
     }
     rolled = roll_up(terms, GROUP_KEYS, spec.slices, slice_cols, sums)
     n_eligible, n_unjudged = F.col("n_eligible"), F.col("n_unjudged")
     macro, weighted = means(groups, n_eligible, "ndcg_sum", "weighted_ndcg_sum", "eligible_weight_sum")
+    bounds = {b: means(groups, F.col(f"n_{b}"), f"{b}_sum", f"{b}_weighted_sum", f"{b}_weight_sum") for b in BOUNDS}
     return rolled.select(
         *GROUP_KEYS,
         "slice_dimension",
@@ -177,4 +184,16 @@ def point_estimates(rows: DataFrame, spec: AggregateSpec, slice_cols: list[str],
         F.coalesce(w.value("eligible_weight_sum"), F.lit(0.0)).alias("weight_eligible"),
         F.coalesce(w.value("weight_sum"), F.lit(0.0)).alias("weight_all"),
         F.when(n_unjudged > 0, x.value("unjudged_sum") / n_unjudged).alias("unjudged_share"),
+        *[bounds[b][0].alias(f"macro_{b}") for b in BOUNDS],
+        *[bounds[b][1].alias(f"weighted_{b}") for b in BOUNDS],
     )
+
+
+def _bound_parts(groups: Groups, bound: str) -> list[Column]:
+    """The fixed-point terms of one unjudged bound's two means (over the requests it is set for)."""
+    value, weight = F.col(bound), F.col("weight")
+    return [
+        *groups.ndcg_sum.parts(value, f"{bound}_sum"),
+        *groups.weight_sum.parts(weight * value, f"{bound}_weighted_sum"),
+        *groups.weight_sum.parts(F.when(value.isNotNull(), weight), f"{bound}_weight_sum"),
+    ]

@@ -10,6 +10,7 @@ from ndcg_spark.metrics.dcg import dcg
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import require_column
 from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
+from ndcg_spark.validation.validate import validate_inputs
 
 __all__ = ["pool_summary"]
 
@@ -21,6 +22,7 @@ def pool_summary(
     *,
     system: str | None = None,
     pool_version: str | None = None,
+    validate: bool = True,
 ) -> DataFrame:
     """What the pool guard needs, per system × pool version × request × K
     (:data:`~ndcg_spark.comparison.columns.POOL_COLUMNS`).
@@ -29,6 +31,9 @@ def pool_summary(
     ----------
     candidates, judgments, contract, system, pool_version : as given to
         :func:`~ndcg_spark.scoring.score.score_requests` for the run being compared.
+    validate : as for :func:`~ndcg_spark.scoring.score.score_requests`: the inputs are checked
+        against the named rules first (every rule ``error``); ``False`` for inputs already
+        validated (the job's stage 1 did).
 
     Returns
     -------
@@ -63,6 +68,9 @@ def pool_summary(
     <BLANKLINE>
     """
     contract = (contract or Contract()).resolve(candidates.columns)
+    if validate:
+        checked = validate_inputs(candidates, judgments, contract, system=system, pool_version=pool_version)
+        candidates, judgments = checked.candidates, checked.judgments
     cols = contract.columns
     require_column(candidates, cols.request_id, "request_id", "candidates")
     require_column(candidates, cols.doc_id, "doc_id", "candidates")

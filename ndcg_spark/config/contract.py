@@ -173,6 +173,10 @@ class Contract:
         or ``"error"`` (fail the run).
     columns : input column names (:class:`ColumnMapping`); not part of the fingerprint, since
         renaming a source column does not change what is measured.
+    max_grade : the highest grade of the judging scale (lowest: 0), or None. Declares the
+        scale the unjudged bounds (``ndcg_unjudged_low`` / ``_high``) judge every unjudged
+        candidate at; a gain table declares its own scale (its lowest and highest grade), and
+        ``max_grade`` must then be one of its grades. In the fingerprint only when set.
     """
 
     k: tuple[int, ...] = (1, 3, 5, 10)
@@ -184,6 +188,7 @@ class Contract:
     unjudged: str = "separate"
     empty_ideal: str = "exclude"
     columns: ColumnMapping = field(default_factory=ColumnMapping)
+    max_grade: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", _parse_k(self.k))
@@ -195,6 +200,7 @@ class Contract:
         require_choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
         require_choice(self.unjudged, UNJUDGED, "contract.unjudged")
         require_choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
+        object.__setattr__(self, "max_grade", _parse_max_grade(self.max_grade, self.gain))
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -254,6 +260,8 @@ class Contract:
             "unjudged": self.unjudged,
             "empty_ideal": self.empty_ideal,
             "columns": {f.name: getattr(self.columns, f.name) for f in fields(self.columns)},
+            # only when declared: every contract without it keeps its fingerprint
+            **({} if self.max_grade is None else {"max_grade": self.max_grade}),
         }
 
     def to_json(self) -> str:
@@ -270,6 +278,43 @@ class Contract:
     @property
     def max_k(self) -> int:
         return self.k[-1]
+
+    @property
+    def unjudged_gains(self) -> tuple[float, float] | None:
+        """The gains of the lowest and the highest grade of the declared scale -- what every
+        unjudged candidate gets under the bounds ``ndcg_unjudged_low`` / ``_high`` -- or None
+        when no scale is declared (no ``max_grade`` and no gain table).
+
+        >>> Contract(max_grade=3).unjudged_gains
+        (0.0, 7.0)
+        >>> Contract(gain={"table": {0: 0, 1: 1, 2: 3}}).unjudged_gains
+        (0.0, 3.0)
+        >>> Contract().unjudged_gains is None
+        True
+        """
+        if self.gain.kind == "table":
+            table = dict(self.gain.table)
+            top = max(table) if self.max_grade is None else self.max_grade
+            return table[min(table)], table[top]
+        if self.max_grade is None:
+            return None
+        if self.gain.kind == "exponential":
+            return 0.0, 2.0**self.max_grade - 1.0
+        return 0.0, float(self.max_grade)
+
+
+def _parse_max_grade(value: Any, gain: GainMapping) -> float | None:
+    """``contract.max_grade``: None, or a non-negative number (a listed grade with a gain table;
+    at most 1023 with exponential gain, whose 2^g - 1 would overflow above)."""
+    if value is None:
+        return None
+    grade = _number(value, "contract.max_grade")
+    if gain.kind == "table" and grade not in dict(gain.table):
+        listed = ", ".join(_fmt_number(g) for g, _ in gain.table)
+        raise ContractError("contract.max_grade", f"must be a grade of the gain table ({listed}), got {value!r}")
+    if gain.kind == "exponential" and grade > 1023:
+        raise ContractError("contract.max_grade", f"must be at most 1023 with exponential gain, got {value!r}")
+    return grade
 
 
 def _parse_k(value: Any) -> tuple[int, ...]:

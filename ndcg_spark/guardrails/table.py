@@ -49,6 +49,7 @@ from ndcg_spark.guardrails.release import release_rows
 from ndcg_spark.guardrails.statistics import arm_statistics
 from ndcg_spark.guardrails.verdicts import overall_verdict, verdict
 from ndcg_spark.metrics.slices import OVERALL
+from ndcg_spark.validation.validate import validate_inputs
 
 __all__ = ["guardrail_table"]
 
@@ -67,6 +68,7 @@ def guardrail_table(
     pool_version: str | None = None,
     created_at: dt.datetime | None = None,
     code_version: str | None = None,
+    validate: bool = True,
 ) -> DataFrame:
     """Every guardrail of ``spec`` for ``compare.candidate`` against ``compare.baseline``: one row
     per guardrail x K x slice (:data:`~ndcg_spark.guardrails.columns.GUARDRAIL_COLUMNS`).
@@ -82,6 +84,9 @@ def guardrail_table(
     candidates, judgments, documents, contract, system, pool_version : what the offline
         guardrails read (:func:`~ndcg_spark.guardrails.offline.offline_rows`).
     created_at, code_version : stamped on every row (default: now, the package version).
+    validate : when the offline guardrails read the candidates (and judgments), check them first
+        against the named rules, as :func:`~ndcg_spark.scoring.score.score_requests` does (every
+        rule ``error``); ``False`` for inputs already validated (the job's stage 1 did).
 
     Returns
     -------
@@ -105,6 +110,9 @@ def guardrail_table(
     if spec.offline_checks:
         if candidates is None:
             raise InputError("guardrails: offline guardrails need the candidates (inputs.candidates)")
+        if validate:
+            checked = validate_inputs(candidates, judgments, contract, system=system, pool_version=pool_version)
+            candidates, judgments = checked.candidates, checked.judgments
         scored = per_request.filter(
             ((F.col("system") == arms[0]) & F.col("pool_version").eqNullSafe(F.lit(sides.baseline_pool)))
             | ((F.col("system") == arms[1]) & F.col("pool_version").eqNullSafe(F.lit(sides.candidate_pool))))

@@ -72,6 +72,7 @@ def guardrail_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Guar
             judgments=read_source(spark, config.judgments, "inputs.judgments") if offline and config.judgments else None,
             documents=read_source(spark, documents_source, "guardrails.documents") if documents_source else None,
             contract=config.contract, system=config.system, pool_version=config.pool_version,
+            validate=False,  # stage 1 validated these inputs under the declared handling
         )
         write_run_partitioned(table, target, partition_by=("run_id", "baseline", "candidate"))
     rows = [r.asDict() for r in table.collect()]

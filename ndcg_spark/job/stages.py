@@ -106,6 +106,7 @@ def _score_stage(
             attributes=validated.attributes,
             # the skew guard already kept every larger request out: no need to look for them
             large_request=None if _guarded(spec) else LARGE_REQUEST,
+            validate=False,  # validate_inputs just checked them, under the declared handling
         )
         if quarantine_target is not None:
             if validated.quarantine is not None and validated.accounting.rows_quarantined:
@@ -309,7 +310,8 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
         candidates = read_source(spark, config.candidates, "inputs.candidates")
         judgments = read_source(spark, config.judgments, "inputs.judgments") if config.judgments else None
         pools = pool_summary(
-            candidates, judgments, config.contract, system=config.system, pool_version=config.pool_version
+            candidates, judgments, config.contract, system=config.system, pool_version=config.pool_version,
+            validate=False,  # stage 1 validated these inputs under the declared handling
         )
         result = compare(per_request, pools, spec)
         write_run_partitioned(result, target, partition_by=("run_id", "baseline", "candidate"))

@@ -70,6 +70,29 @@ def dcg(values: Column, k: int, field: Callable[[Column], Column] | None = None)
     return total
 
 
+def unjudged_bound_ideal(ideal: Column, n_unjudged: Column, gain: float, max_k: int) -> Column:
+    """The ideal (gains sorted descending) if every unjudged candidate were judged at ``gain``:
+    the positive gains of ``ideal`` (a list's ideal with the unjudged left out or at 0) and
+    ``n_unjudged`` copies of ``gain`` (at most ``max_k``: no more can reach the top), largest
+    first. Zeros are left out: they add nothing to a DCG, and both plans then build the same array.
+
+    >>> lists = spark.createDataFrame([([7.0, 1.0, 0.0], 2), ([0.0], 0)], "ideal array<double>, n int")
+    >>> lists.select(unjudged_bound_ideal(F.col("ideal"), F.col("n"), 3.0, 10).alias("high")).show()
+    +--------------------+
+    |                high|
+    +--------------------+
+    |[7.0, 3.0, 3.0, 1.0]|
+    |                  []|
+    +--------------------+
+    <BLANKLINE>
+    """
+    positive = F.filter(ideal, lambda x: x > 0)
+    if gain <= 0:
+        return positive
+    extra = F.array_repeat(F.lit(float(gain)), F.least(n_unjudged, F.lit(max_k)).cast("int"))
+    return F.sort_array(F.concat(positive, extra), asc=False)
+
+
 def discount_prefix(max_k: int) -> list[float]:
     """``D[j] = sum_{p=1..j} 1/log2(p+1)`` for j = 0..max_k (the cumulative log2 discount).
 

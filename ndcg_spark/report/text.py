@@ -107,7 +107,30 @@ def aggregate_summary(overall: Rows, audit: Rows) -> str:
       bm25       equipment_rarity     rare                        0.5557 [0.5446, 0.5661] gap -0.0979* (1,698 eligible)
       bm25       permission_group     no slice has enough eligible requests (0 of 3 ranked)
     """
-    return "\n".join(_overall_lines(overall) + _worst_slice_lines(audit))
+    return "\n".join(_overall_lines(overall) + _unjudged_lines(overall) + _worst_slice_lines(audit))
+
+
+def _unjudged_lines(overall: Rows) -> list[str]:
+    """At the largest K, the macro NDCG beside its unjudged bounds (only when the contract
+    declares a grade scale: ``max_grade`` or a gain table).
+
+    >>> for line in _unjudged_lines([{"system": "bm25", "pool_version": "p1", "k": 10, "macro_ndcg": 0.653,
+    ...                               "macro_ndcg_unjudged_low": 0.641, "macro_ndcg_unjudged_high": 0.702}]):
+    ...     print(line)
+    if every unjudged candidate were judged (ndcg_unjudged_low / _high: two what-ifs, not an interval):
+      bm25       p1                 NDCG@10 0.6530 (0.6410 if the unjudged were judged at the lowest grade, 0.7020 at the highest)
+    """
+    bounded = [r for r in overall if r.get("macro_ndcg_unjudged_low") is not None
+               or r.get("macro_ndcg_unjudged_high") is not None]
+    if not bounded:
+        return []
+    top_k = max(r["k"] for r in bounded)
+    lines = ["if every unjudged candidate were judged (ndcg_unjudged_low / _high: two what-ifs, not an interval):"]
+    for r in (r for r in bounded if r["k"] == top_k):
+        low, high = _number(r["macro_ndcg_unjudged_low"]), _number(r["macro_ndcg_unjudged_high"])
+        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} NDCG@{top_k} {_number(r['macro_ndcg'])} "
+                     f"({low} if the unjudged were judged at the lowest grade, {high} at the highest)")
+    return lines
 
 
 def _overall_lines(overall: Rows) -> list[str]:

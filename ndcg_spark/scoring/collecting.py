@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg
+from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg, unjudged_bound_ideal
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import (
     REQUEST_KEYS,
@@ -58,6 +58,9 @@ def score_collected_lists(
     ranked = F.col("judged") if contract.unjudged == "exclude" else F.lit(True)
     if tie_aware:
         rows = _with_tie_groups(rows, ranked)
+        if contract.unjudged == "exclude" and contract.unjudged_gains is not None:
+            # the bounds judge every candidate: their ties form among all of them
+            rows = _with_tie_groups(rows, F.lit(True), "all_")
     counts = [
         F.count(F.lit(1)).alias("n_candidates"),
         F.count("grade").alias("n_judged"),
@@ -84,19 +87,21 @@ def score_collected_lists(
         ranked_items = F.col("ranked_items")
     else:
         ranked_items = F.col("items")
-    metrics = metrics_column(contract, _per_k(contract, tie_aware, ranked_items))
+    grouped = grouped.select("*", *_bound_lists(contract, tie_aware))
+    metrics = metrics_column(contract, _per_k(contract, tie_aware, ranked_items), _bounds(contract, tie_aware))
     return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", metrics))
 
 
-def _with_tie_groups(rows: DataFrame, ranked: Column) -> DataFrame:
+def _with_tie_groups(rows: DataFrame, ranked: Column, prefix: str = "") -> DataFrame:
     """``tie_start`` (ranked candidates of a higher score) and ``tie_size`` (ranked candidates of
-    the same score) of every row, within its request."""
+    the same score) of every row, within its request (``prefix``: the same among all candidates,
+    for the unjudged bounds under ``exclude``)."""
     keys = [F.col(c) for c in REQUEST_KEYS]
-    rows = rows.withColumn("ranked", ranked)
-    by_request = Window.partitionBy(*keys, "ranked")
-    return rows.withColumn("tie_start", F.rank().over(by_request.orderBy(F.col("score").desc())) - 1).withColumn(
-        "tie_size", F.count(F.lit(1)).over(Window.partitionBy(*keys, "ranked", "score"))
-    )
+    rows = rows.withColumn(f"{prefix}ranked", ranked)
+    by_request = Window.partitionBy(*keys, f"{prefix}ranked")
+    return rows.withColumn(
+        f"{prefix}tie_start", F.rank().over(by_request.orderBy(F.col("score").desc())) - 1
+    ).withColumn(f"{prefix}tie_size", F.count(F.lit(1)).over(Window.partitionBy(*keys, f"{prefix}ranked", "score")))
 
 
 def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
@@ -109,6 +114,8 @@ def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
     else:
         sort_key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
     ties = [F.col("tie_start"), F.col("tie_size")] if tie_aware else []
+    if tie_aware and contract.unjudged == "exclude" and contract.unjudged_gains is not None:
+        ties += [F.col("all_tie_start"), F.col("all_tie_size")]
     return [*sort_key, F.col("gain"), F.col("judged"), *ties]
 
 
@@ -147,4 +154,42 @@ def _per_k(contract: Contract, tie_aware: bool, ranked_items: Column) -> list[tu
     for k in contract.k:
         shown = expected_dcg(ranked_items, k) if tie_aware else dcg(ranked_items, k, lambda x: x["gain"])
         per_k.append((k, shown, dcg(ideal, k), count_unjudged(items, k)))
+    return per_k
+
+
+def _bound_lists(contract: Contract, tie_aware: bool) -> list[Column]:
+    """The lists the unjudged bounds sum over, each a column of its own (computed once for every
+    K): the full displayed list (``items``, nothing condensed) with every unjudged gain set to the
+    scale's lowest / highest gain, and the ideal with those candidates added."""
+    if contract.unjudged_gains is None:
+        return []
+    items, ideal = F.col("items"), F.col("ideal")
+    n_unjudged = F.col("n_candidates") - F.col("n_judged")
+    prefix = "all_" if contract.unjudged == "exclude" else ""
+    lists = []
+    for side, value in zip(("low", "high"), contract.unjudged_gains):
+        judged_at = F.lit(float(value))
+        if tie_aware:
+            shown = F.transform(items, lambda x: F.struct(
+                F.coalesce(x["gain"], judged_at).alias("gain"),
+                x[f"{prefix}tie_start"].alias("tie_start"), x[f"{prefix}tie_size"].alias("tie_size")))
+        else:
+            shown = F.transform(items, lambda x: F.coalesce(x["gain"], judged_at))
+        lists += [shown.alias(f"_shown_{side}"),
+                  unjudged_bound_ideal(ideal, n_unjudged, value, contract.max_k).alias(f"_ideal_{side}")]
+    return lists
+
+
+def _bounds(contract: Contract, tie_aware: bool) -> list[tuple[Column, Column, Column, Column]] | None:
+    """Per K the ``(dcg, idcg)`` of the low and of the high unjudged bound over
+    :func:`_bound_lists` (None without a declared scale)."""
+    if contract.unjudged_gains is None:
+        return None
+    per_k = []
+    for k in contract.k:
+        terms = []
+        for side in ("low", "high"):
+            shown = F.col(f"_shown_{side}")
+            terms += [expected_dcg(shown, k) if tie_aware else dcg(shown, k), dcg(F.col(f"_ideal_{side}"), k)]
+        per_k.append(tuple(terms))
     return per_k

@@ -24,6 +24,8 @@ PER_REQUEST_COLUMNS = (
     "n_judged",
     "n_positive",
     "n_unjudged_in_top_k",
+    "ndcg_unjudged_low",
+    "ndcg_unjudged_high",
     "weight",
 )
 STAMP_COLUMNS = ("contract_fingerprint",)
@@ -50,17 +52,27 @@ def require_column(df: DataFrame, name: str, role: str, table: str, numeric: boo
         )
 
 
-def metrics_column(contract: Contract, per_k: list[tuple[int, Column, Column, Column]]) -> Column:
+def metrics_column(
+    contract: Contract,
+    per_k: list[tuple[int, Column, Column, Column]],
+    bounds: list[tuple[Column, Column, Column, Column]] | None = None,
+) -> Column:
     """The ``metrics`` column: one struct per ``(k, dcg, idcg, unjudged in the top k)``; the
-    unjudged count is null under ``unjudged: zero``, which does not count them."""
+    unjudged count is null under ``unjudged: zero``, which does not count them. ``bounds``, one
+    ``(dcg, idcg)`` pair of the low and one of the high bound per K
+    (:func:`ndcg_spark.metrics.dcg.unjudged_bound_ideal`), give ``ndcg_unjudged_low`` /
+    ``_high`` (null without them)."""
+    if bounds is None:
+        bounds = [None] * len(per_k)
     return F.array(*[
         F.struct(
             F.lit(k).alias("k"),
             shown.alias("dcg"),
             ideal.alias("idcg"),
             (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int").alias("n_unjudged_in_top_k"),
+            *_bound_fields(contract, bound),
         )
-        for k, shown, ideal, unjudged in per_k
+        for (k, shown, ideal, unjudged), bound in zip(per_k, bounds)
     ]).alias("metrics")
 
 
@@ -73,6 +85,19 @@ def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:
 def by_doc_id_descending(contract: Contract) -> bool:
     """Whether score ties go to the larger doc id first (``ties: doc_id_desc`` under score order)."""
     return contract.order == "score" and contract.ties == "doc_id_desc"
+
+
+def _bound_fields(contract: Contract, bound: tuple[Column, Column, Column, Column] | None) -> list[Column]:
+    """``ndcg_unjudged_low`` and ``_high``: DCG / IDCG of each bound; an empty bound ideal
+    (IDCG <= 0) is null, or 0 under ``empty_ideal: zero`` (as the NDCG is)."""
+    if bound is None:
+        return [F.lit(None).cast("double").alias(f"ndcg_unjudged_{side}") for side in ("low", "high")]
+    on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
+    low_dcg, low_idcg, high_dcg, high_idcg = bound
+    return [
+        F.when(idcg > 0, shown / idcg).otherwise(on_empty).alias(f"ndcg_unjudged_{side}")
+        for side, shown, idcg in (("low", low_dcg, low_idcg), ("high", high_dcg, high_idcg))
+    ]
 
 
 def keys_as_strings(scored: DataFrame) -> DataFrame:

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.metrics.dcg import dcg
+from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
 from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
@@ -153,12 +153,38 @@ def score_dense_requests(
         return None, rows
     summed = aggregate_dense(rows, contract, varying, levels)
     shown, ideal = F.col("shown"), F.col("ideal")
+    per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
+    summed = summed.select("*", *_bound_lists(contract))
     scored = summed.select(
         *[literal[c].alias(c) if c in literal else F.col(c) for c in REQUEST_KEYS],
         "n_candidates",
         "n_judged",
         "n_positive",
-        metrics_column(contract, [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]),
+        metrics_column(contract, per_k, _bounds(contract)),
     )
     rest = join_null_safe(rows, keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
     return keys_as_strings(scored), rest
+
+
+def _bound_lists(contract: Contract) -> list[Column]:
+    """The lists the unjudged bounds sum over, each a column of its own (computed once for every
+    K), as the collecting plan builds them (:func:`ndcg_spark.scoring.collecting._bound_lists`):
+    the shown gains with every unjudged candidate's set to the scale's lowest / highest gain (a
+    position past the list stays empty), and :func:`~ndcg_spark.metrics.dcg.unjudged_bound_ideal`."""
+    if contract.unjudged_gains is None:
+        return []
+    shown, ideal, n = F.col("shown"), F.col("ideal"), F.col("n_candidates")
+    lists = []
+    for side, value in zip(("low", "high"), contract.unjudged_gains):
+        judged = F.transform(shown, lambda x, i: F.when(i < n, F.coalesce(x, F.lit(float(value)))))
+        lists += [judged.alias(f"_shown_{side}"),
+                  unjudged_bound_ideal(ideal, n - F.col("n_judged"), value, contract.max_k).alias(f"_ideal_{side}")]
+    return lists
+
+
+def _bounds(contract: Contract) -> list[tuple[Column, Column, Column, Column]] | None:
+    """Per K the ``(dcg, idcg)`` of the low and of the high bound over :func:`_bound_lists`."""
+    if contract.unjudged_gains is None:
+        return None
+    return [tuple(dcg(F.col(f"_{what}_{side}"), k) for side in ("low", "high") for what in ("shown", "ideal"))
+            for k in contract.k]

@@ -57,4 +57,6 @@ def cut_to_top_k(rows: DataFrame, contract: Contract, ranked: Column, tie_aware:
         keep = keep | (ranked & (F.col("_rn_gain") <= m))
     if tie_aware:
         keep = keep | (ranked & (F.col("tie_start") < m))
+    if "all_tie_start" in rows.columns:  # the unjudged bounds' ties, among every candidate
+        keep = keep | (F.col("all_tie_start") < m)
     return rows.filter(keep).drop("_rn_all", "_rn_ranked", "_rn_gain")

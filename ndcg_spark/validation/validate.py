@@ -20,8 +20,10 @@ by the contract, never a rule.
 
 :func:`validate_inputs` is a pure DataFrame function (native Spark expressions, no UDF): it
 returns the rows to score, the quarantined rows and the row accounting
-``rows read = rows scored + rows quarantined`` per input. ``score_requests`` itself does not
-validate; the job (:func:`ndcg_spark.job.stages.score_stage`) always validates first.
+``rows read = rows scored + rows quarantined`` per input. ``score_requests``, ``pool_summary``
+and ``guardrail_table`` call it on their raw inputs by default (every rule ``error``); the job
+(:func:`ndcg_spark.job.stages.score_stage`) calls it under the declared handling, then scores with
+``validate=False``.
 
 Examples
 --------
