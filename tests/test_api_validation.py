@@ -98,3 +98,13 @@ def test_guardrail_table_refuses_the_candidates_of_its_offline_guardrails(spark)
         guardrail_table(per_request, spec, sides, candidates=bad, contract=contract)
     table = guardrail_table(per_request, spec, sides, candidates=bad, contract=contract, validate=False)
     assert table.count() == 1
+
+
+def test_a_request_past_the_jobs_skew_guard_is_scored_not_refused(spark):
+    """The default check is every rule but the skew guard: 10,001 candidates make no number wrong
+    (the large-request cut keeps what can reach the top K). One grade-2 document at position 3,
+    the rest grade 0: NDCG@3 = (3 / log2(4)) / 3 = 0.5."""
+    rows = [("big", f"d{i:05d}", i, 2.0 if i == 3 else 0.0) for i in range(1, 10_002)]
+    (row,) = score_requests(spark.createDataFrame(rows, CANDS), contract=Contract(k=[3])).collect()
+    assert row["n_candidates"] == 10_001
+    assert math.isclose(row["ndcg"], 0.5, rel_tol=0, abs_tol=1e-12)

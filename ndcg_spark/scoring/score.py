@@ -22,7 +22,7 @@ from ndcg_spark.scoring.collecting import score_by_collecting
 from ndcg_spark.scoring.columns import INTEGRAL_TYPES, PER_REQUEST_COLUMNS
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
-from ndcg_spark.validation.validate import validate_inputs
+from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
 
 
 def score_requests(
@@ -58,13 +58,11 @@ def score_requests(
         (:mod:`ndcg_spark.scoring.dense`; same result, checked per request, one extra survey job
         when the contract allows it). ``False`` always collects (kept to compare the two plans).
     validate : check the inputs first against the job's named rules under the job's default
-        handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``):
+        handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``, no skew guard):
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
         :class:`~ndcg_spark.errors.ValidationError` naming the rule, the count and an example
         row, instead of a silently wrong number. Costs the count-only detector's jobs when this
-        function is called. ``False`` for inputs already validated (the job does). The default
-        handling includes the skew guard (``too_many_candidates`` above 10,000): to score larger
-        requests, validate with ``max_candidates_per_request=None`` and pass ``False``.
+        function is called. ``False`` for inputs already validated (the job does).
 
     Returns
     -------
@@ -92,7 +90,8 @@ def score_requests(
     attributes = attributes or Attributes()
     if validate:
         checked = validate_inputs(
-            candidates, judgments, contract, attributes=attributes, system=system, pool_version=pool_version
+            candidates, judgments, contract, SHELL_CHECK, attributes=attributes, system=system,
+            pool_version=pool_version,
         )
         candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
     integer_ids = _groups_on_integer_ids(candidates, judgments, contract)

@@ -21,7 +21,7 @@ by the contract, never a rule.
 :func:`validate_inputs` is a pure DataFrame function (native Spark expressions, no UDF): it
 returns the rows to score, the quarantined rows and the row accounting
 ``rows read = rows scored + rows quarantined`` per input. ``score_requests``, ``pool_summary``
-and ``guardrail_table`` call it on their raw inputs by default (every rule ``error``); the job
+and ``guardrail_table`` call it on their raw inputs by default (:data:`SHELL_CHECK`); the job
 (:func:`ndcg_spark.job.stages.score_stage`) calls it under the declared handling, then scores with
 ``validate=False``.
 
@@ -62,6 +62,11 @@ from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
 from ndcg_spark.validation.failures import raise_on_broken_rules, raise_on_empty, raise_on_share
 from ndcg_spark.validation.inputs import FlaggedInputs, flag_every_rule, flag_row_rules
 from ndcg_spark.validation.quarantine import empty_quarantine, quarantine_rows
+
+#: What the shell functions check by default: every rule ``error``, without the skew guard -- a
+#: large request makes no number wrong (``score_requests`` cuts it to the rows that can reach the
+#: top K); the guard bounds a nightly job's memory, and the job declares it.
+SHELL_CHECK = ValidationSpec(max_candidates_per_request=None)
 
 
 def validate_inputs(
@@ -195,4 +200,4 @@ def _quarantined(
     return ValidatedInputs(candidates, out_judgments, attributes, quarantine, accounting, contract, cached)
 
 
-__all__ = ["validate_inputs"]
+__all__ = ["SHELL_CHECK", "validate_inputs"]
