@@ -28,7 +28,9 @@ from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1
-FORMATS = ("parquet", "csv")
+FORMATS = ("parquet", "csv", "delta", "iceberg")
+#: formats a catalog table is written in through its own writer (``writeTo``); ``table:`` only
+TABLE_FORMATS = ("delta", "iceberg")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -71,7 +73,8 @@ def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a table comes from: a ``path`` (Parquet or CSV) or a catalog ``table``."""
+    """Where a table comes from: a ``path`` (Parquet or CSV) or a catalog ``table`` (Parquet, CSV,
+    or, as the warehouse keeps them, Delta or Iceberg: ``format`` is passed to the writer)."""
 
     path: str | None = None
     table: str | None = None
@@ -90,6 +93,8 @@ class Source:
         if table is not None and (not isinstance(table, str) or not _TABLE_NAME.match(table)):
             raise ContractError(f"{path}.table", f"must be [catalog.][database.]table of identifiers, got {table!r}")
         fmt = require_choice(data.get("format", "parquet"), FORMATS, f"{path}.format")
+        if fmt in TABLE_FORMATS and table is None:
+            raise ContractError(f"{path}.format", f"{fmt} is a catalog table format: give a table, not a path")
         if src_path is not None:
             src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)
