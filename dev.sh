@@ -5,6 +5,9 @@
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark, simulations, fuzzing) or e2e (whole jobs through the console script)
+#   bash dev.sh test-connect  the Spark Connect lane (tests/test_connect.py, marker connect): its own
+#                             virtualenv .venv-connect (the connect extra: grpc, pandas, pyarrow) and its
+#                             own pytest process, with SPARK_REMOTE=local[2] (a local Connect server)
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -17,18 +20,25 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
-fi
-stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-  rm -f .venv/.installed-*
-  touch "$stamp"
-fi
+# setup VENV EXTRAS: the virtualenv VENV with this package (editable) and its EXTRAS, installed
+# again only when pyproject.toml changes
+setup() {
+  if [ ! -x "$1/bin/python" ]; then
+    "$python" -m venv "$1"
+  fi
+  local stamp="$1/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    "$1/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$2]"
+    rm -f "$1"/.installed-*
+    touch "$stamp"
+  fi
+}
 
 cmd=${1:-}
 shift || true
+if [ "$cmd" != test-connect ]; then
+  setup .venv test,bench
+fi
 case "$cmd" in
   demo)
     # (again when an older checkout wrote it without the release outcomes)
@@ -45,11 +55,15 @@ case "$cmd" in
   test-fast)
     .venv/bin/python -m pytest -m "not slow and not e2e" "$@"
     ;;
+  test-connect)
+    setup .venv-connect test,connect
+    SPARK_REMOTE='local[2]' .venv-connect/bin/python -m pytest -m connect tests/test_connect.py "$@"
+    ;;
   package)
     .venv/bin/python -m ndcg_spark.job.packaging "$@"
     ;;
   *)
-    echo "usage: bash dev.sh demo|test|test-fast|package [args]" >&2
+    echo "usage: bash dev.sh demo|test|test-fast|test-connect|package [args]" >&2
     exit 2
     ;;
 esac

@@ -64,22 +64,11 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    settings: dict[str, str] = {
-        "spark.sql.session.timeZone": "UTC",
-        "spark.ui.showConsoleProgress": "false",
-        # Replace only the partitions a run writes; never the whole table.
-        "spark.sql.sources.partitionOverwriteMode": "dynamic",
-        # run ids are strings ("2026-11-29"), never inferred as dates or numbers on read.
-        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-    }
-    if master is not None or local:  # a driver this call starts (not spark-submit's, not a server's)
-        settings["spark.ui.enabled"] = "false"
-    if warehouse_dir is not None:
-        settings["spark.sql.warehouse.dir"] = str(Path(warehouse_dir).resolve())
-    if shuffle_partitions is not None:
-        settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    if local and remote is not None:  # the local Connect server's driver logs as a classic one does
-        settings["spark.log.level"] = "ERROR"
+    settings = _settings(warehouse_dir, shuffle_partitions, starts_driver=master is not None or local)
+    if local and remote is not None:
+        # The local Connect server runs in this process and would log every failed request (with
+        # its JVM trace) on our stderr: each reaches the client as the exception anyway.
+        settings["spark.log.level"] = "FATAL"
     settings.update({str(k): str(v) for k, v in (conf or {}).items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -91,6 +80,25 @@ def build_session(
     if not is_connect(spark):  # a Connect server keeps its own log level
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _settings(warehouse_dir: str | Path | None, shuffle_partitions: int | None, *, starts_driver: bool) -> dict[str, str]:
+    """ndcg-spark's Spark settings; ``starts_driver``: this call starts the driver (not spark-submit's)."""
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        # Replace only the partitions a run writes; never the whole table.
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # run ids are strings ("2026-11-29"), never inferred as dates or numbers on read.
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    }
+    if starts_driver:
+        settings["spark.ui.enabled"] = "false"
+    if warehouse_dir is not None:
+        settings["spark.sql.warehouse.dir"] = str(Path(warehouse_dir).resolve())
+    if shuffle_partitions is not None:
+        settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    return settings
 
 
 def step_tags(run_id: str, step: str) -> tuple[str, str]:
