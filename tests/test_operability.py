@@ -27,6 +27,12 @@ def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
         spark.range(5).count()
     assert inside >= {"ndcg-spark:t1", "ndcg-spark:t1:score"}
     assert not {t for t in spark.getTags() if t.startswith("ndcg-spark:t1")}
+    # the jobs themselves, as the UI and a listener see them: Spark prefixes a session's tags
+    # with the session and thread (spark-session-<id>-thread-<id>-ndcg-spark:t1:score)
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    tags = [set(jobs.apply(i).jobTags().mkString("\n").splitlines()) for i in range(jobs.size())]
+    tagged = [t for t in tags if any(tag.endswith("-ndcg-spark:t1:score") for tag in t)]
+    assert tagged and all(any(tag.endswith("-ndcg-spark:t1") for tag in t) for t in tagged)
 
 
 def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkeypatch, caplog):
