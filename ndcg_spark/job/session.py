@@ -115,8 +115,9 @@ def tagged(spark: SparkSession, *tags: str) -> Iterator[None]:
     """Every Spark job started in the block (by this thread) carries ``tags``.
 
     ``spark.addTag`` where the session has it (classic pyspark 4.x, Spark Connect); on classic
-    pyspark 3.5 the SparkContext's job tags (``addJobTag``), the same tags. Either way
-    ``spark.interruptTag(tag)`` (or ``sparkContext.cancelJobsWithTag``) cancels them.
+    pyspark 3.5 the SparkContext's job tags (``addJobTag``; ``sparkContext.cancelJobsWithTag(tag)``
+    cancels them there). With ``addTag``, ``spark.interruptTag(tag)`` cancels them; a classic 4.x
+    session's jobs show them prefixed by Spark (``spark-session-<id>-thread-<id>-<tag>``).
     """
     removers = [_add_tag(spark, tag) for tag in tags]
     try:
