@@ -252,3 +252,4 @@ def test_clearing_a_run_of_a_path_table_over_connect(connect_spark, tmp_path):
     clear_run(connect_spark, target, "r:1")
     left = sorted((r["run_id"], r["v"]) for r in read_run(connect_spark, target).collect())
     assert left == [("r2", "z")]
+    assert sorted(p.name for p in (tmp_path / "quarantine").glob("run_id=*")) == ["run_id=r2"]  # the folder is gone

@@ -94,6 +94,8 @@ def test_clearing_a_run_of_a_path_table_removes_its_rows_only(spark, tmp_path):
     clear_run(spark, target, "r:1")
     clear_run(spark, target, "r3")  # a run with no rows: nothing to do
     assert sorted(tuple(r) for r in read_run(spark, target).select("run_id", "v").collect()) == [("r2", "z")]
+    assert sorted(p.name for p in (tmp_path / "quarantine").glob("run_id=*")) == ["run_id=r2"]  # the folder is gone
+    assert not [v for v in spark.catalog.listTables() if v.name.startswith("ndcg_spark_")]  # its views dropped
 
 
 def test_an_empty_folder_is_not_an_output(spark, tmp_path):

@@ -16,6 +16,7 @@ as those formats keep no Hive-style partitions to drop.
 from __future__ import annotations
 
 import logging
+import uuid
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -25,10 +26,6 @@ from ndcg_spark.errors import InputError
 from ndcg_spark.job.config import TABLE_FORMATS, Source
 
 logger = logging.getLogger(__name__)
-
-#: characters Spark escapes in a partition folder name (``ExternalCatalogUtils.escapePathName``)
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
-
 
 def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
     """Read a Parquet/CSV path or a catalog table; a missing one is an :class:`InputError`.
@@ -126,8 +123,8 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
 
     A dynamic partition overwrite of zero rows replaces nothing, so an output that may be empty
     for a run (the quarantine table) is cleared first: re-running a night that had quarantined
-    rows on clean input must not leave the old rows behind. A path table gets its run's
-    partition folder overwritten with zero rows (nothing else is touched); a ``parquet``/``csv``
+    rows on clean input must not leave the old rows behind. A path table gets a static
+    partition overwrite of zero rows (the run's folder goes, nothing else is touched); a ``parquet``/``csv``
     catalog table drops the partition; a ``delta``/``iceberg`` table deletes the run's rows. No
     SQL is assembled from values: the table name and run id go in as parameters.
     """
@@ -140,23 +137,25 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
             statement = "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)"
         spark.sql(statement, args={"table": target.table, "run_id": run_id})
         return
-    if not output_exists(spark, target):
-        return
-    rows = read_run(spark, target, run_id)
-    if not rows.limit(1).count():
-        return
-    empty = spark.createDataFrame([], rows.drop("run_id").schema)
-    folder = f"{target.path.rstrip('/')}/run_id={_escape_partition_value(run_id)}"
-    logger.debug("clearing run %s of %s: %s", run_id, target.describe(), folder)
-    empty.write.mode("overwrite").option("partitionOverwriteMode", "static").format(target.format).option(
-        "header", True
-    ).save(folder)
+    if output_exists(spark, target):
+        _clear_path_partition(spark, target, run_id)
 
 
-def _escape_partition_value(value: str) -> str:
-    """A partition value as Spark names its folder (``a:b`` -> ``a%3Ab``).
-
-    >>> _escape_partition_value("2026-11-29T02:00")
-    '2026-11-29T02%3A00'
-    """
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> None:
+    """``INSERT OVERWRITE … PARTITION (run_id = :run_id)`` of zero rows into the path table (seen
+    through a temporary view): a static partition overwrite removes that partition's folder and
+    writes nothing; every other partition is untouched."""
+    table = spark.read.option("basePath", target.path).option("header", True).format(target.format).load(target.path)
+    suffix = uuid.uuid4().hex
+    view, empty = f"ndcg_spark_clear_{suffix}", f"ndcg_spark_empty_{suffix}"
+    table.createOrReplaceTempView(view)
+    spark.createDataFrame([], table.drop("run_id").schema).createOrReplaceTempView(empty)
+    try:
+        logger.debug("clearing run %s of %s", run_id, target.describe())
+        spark.sql(
+            "INSERT OVERWRITE TABLE IDENTIFIER(:view) PARTITION (run_id = :run_id) SELECT * FROM IDENTIFIER(:empty)",
+            args={"view": view, "run_id": run_id, "empty": empty},
+        )
+    finally:
+        spark.catalog.dropTempView(view)
+        spark.catalog.dropTempView(empty)
