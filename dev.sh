@@ -8,6 +8,9 @@
 #   bash dev.sh test-on VERSION   the correctness core on another pyspark (CI: the oldest 3.5.x and a 4.0.x), in
 #                           its own virtualenv .venv-pyspark-VERSION: that pyspark installed first, then this
 #                           package, which must keep it (a range, not a pin); per-request rows compared with .venv's
+#   bash dev.sh test-connect  the Spark Connect lane (tests/test_connect.py, marker connect): its own
+#                             virtualenv .venv-connect (the connect extra: grpc, pandas, pyarrow) and its
+#                             own pytest process, with SPARK_REMOTE=local[2] (a local Connect server)
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -20,18 +23,29 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
-fi
-stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-  rm -f .venv/.installed-*
-  touch "$stamp"
-fi
+# setup VENV EXTRAS [PYSPARK_VERSION]: the virtualenv VENV with this package (editable) and its
+# EXTRAS, installed again only when pyproject.toml changes; with a version, that pyspark goes in
+# first (as a cluster's would be) and the package must keep it
+setup() {
+  if [ ! -x "$1/bin/python" ]; then
+    "$python" -m venv "$1"
+  fi
+  local stamp="$1/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    if [ -n "${3:-}" ]; then
+      "$1/bin/python" -m pip install --quiet --disable-pip-version-check "pyspark==$3"
+    fi
+    "$1/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$2]"
+    rm -f "$1"/.installed-*
+    touch "$stamp"
+  fi
+}
 
 cmd=${1:-}
 shift || true
+if [ "$cmd" != test-connect ]; then
+  setup .venv test,bench
+fi
 case "$cmd" in
   demo)
     # (again when an older checkout wrote it without the release outcomes)
@@ -51,29 +65,26 @@ case "$cmd" in
   test-on)
     version=${1:?usage: bash dev.sh test-on PYSPARK_VERSION (e.g. 3.5.0)}
     shift
-    venv=".venv-pyspark-$version"
-    [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-    if [ ! -f "$venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)" ]; then
-      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pyspark==$version"
-      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
-      rm -f "$venv"/.installed-*
-      touch "$venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
-    fi
-    have=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+    setup ".venv-pyspark-$version" test "$version"
+    have=$(".venv-pyspark-$version/bin/python" -c 'import pyspark; print(pyspark.__version__)')
     if [ "$have" != "$version" ]; then
       echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
       exit 1
     fi
-    NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" "$venv/bin/python" -m pytest -m "not slow and not e2e" \
-      tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py tests/test_aggregate.py \
-      tests/test_compare.py tests/test_validation.py "tests/test_docs.py::test_python_examples_run[README.md]" \
-      ndcg_spark "$@"
+    NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest \
+      -m "not slow and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
+      tests/test_aggregate.py tests/test_compare.py tests/test_validation.py \
+      "tests/test_docs.py::test_python_examples_run[README.md]" ndcg_spark "$@"
+    ;;
+  test-connect)
+    setup .venv-connect test,connect
+    SPARK_REMOTE='local[2]' .venv-connect/bin/python -m pytest -m connect tests/test_connect.py "$@"
     ;;
   package)
     .venv/bin/python -m ndcg_spark.job.packaging "$@"
     ;;
   *)
-    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|package [args]" >&2
+    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|test-connect|package [args]" >&2
     exit 2
     ;;
 esac

@@ -4,16 +4,19 @@ It parses the arguments, builds the session, calls :func:`ndcg_spark.job.run.run
 sequence of a run) and prints what the run did (:mod:`ndcg_spark.report.text`); ``sample``
 writes the embedded sample data (:mod:`ndcg_spark.sample.generate`).
 
-Every deliberate failure (bad config, bad input, empty ideal under ``error``) ends in one
+The library's log lines (logger ``ndcg_spark``), among them one per step of a run with its
+elapsed time, go to stderr; the results to stdout. Every deliberate failure (bad config, bad input, empty ideal under ``error``) ends in one
 readable paragraph and exit status 2; ``--debug`` shows the trace instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,13 +69,34 @@ def main(argv: Sequence[str] | None = None, *, spark_master_from_config: bool = 
     ``spark_master_from_config=False`` (the spark-submit entry) leaves the master to spark-submit.
     """
     args = _parser().parse_args(argv)
+    with _progress_on_stderr(debug=args.debug):
+        try:
+            return _dispatch(args, spark_master_from_config)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one paragraph unless --debug
+            if args.debug:
+                raise
+            print(f"ndcg-spark {args.command}: failed.\n{_explain(exc)}", file=sys.stderr)
+            return 2
+
+
+@contextlib.contextmanager
+def _progress_on_stderr(*, debug: bool) -> Iterator[None]:
+    """The library's log lines (logger ``ndcg_spark``: one per step of a run, with its time) on
+    stderr while the command runs; DEBUG ones too under ``--debug``."""
+    root = logging.getLogger("ndcg_spark")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logging.DEBUG if debug else logging.INFO
+    handler.setLevel(level)
+    saved = root.level
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > level:
+        root.setLevel(level)
     try:
-        return _dispatch(args, spark_master_from_config)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes one paragraph unless --debug
-        if args.debug:
-            raise
-        print(f"ndcg-spark {args.command}: failed.\n{_explain(exc)}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved)
 
 
 def _explain(exc: BaseException) -> str:

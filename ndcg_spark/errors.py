@@ -6,6 +6,7 @@ them into one readable paragraph and a non-zero exit instead of a stack trace.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,20 +52,21 @@ class ValidationError(InputError):
 
 
 def describe_spark_error(exc: BaseException) -> str | None:
-    """One line for a Spark (JVM) or Py4J error, or ``None`` when ``exc`` is neither.
+    """One line for a Spark error (classic or Spark Connect) or a Py4J error; ``None`` for others.
 
-    A captured Spark error (``AnalysisException`` …) gives its first message line; a raw
-    ``Py4JJavaError`` gives its deepest Java cause (``java.io.FileNotFoundException: …``).
+    A Spark error (``AnalysisException`` …, raised by a classic session through Py4J or by a
+    Spark Connect session over gRPC: the classes of :mod:`pyspark.errors` both derive from) gives
+    its first message line; a raw ``Py4JJavaError`` gives its deepest Java cause
+    (``java.io.FileNotFoundException: …``).
     """
-    try:
-        from py4j.protocol import Py4JError, Py4JJavaError
-        from pyspark.errors.exceptions.captured import CapturedException
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        return None
-    if isinstance(exc, CapturedException):
+    if _is_spark_error(exc):
         text = (exc.getMessage() if hasattr(exc, "getMessage") else str(exc)) or str(exc)
         lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
         return lines[0] if lines else type(exc).__name__
+    try:
+        from py4j.protocol import Py4JError, Py4JJavaError
+    except ImportError:  # pragma: no cover - a Connect-only client may have no py4j
+        return None
     if isinstance(exc, Py4JJavaError):
         try:
             cause = exc.java_exception
@@ -77,6 +79,40 @@ def describe_spark_error(exc: BaseException) -> str | None:
     if isinstance(exc, Py4JError):
         return "the connection to the Spark JVM failed"
     return None
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by Spark itself: a classic session's captured JVM error, one of
+    the error classes classic and Connect share, or any error of a Spark Connect session."""
+    from pyspark.errors.exceptions import base
+
+    shared = tuple(getattr(base, name) for name in _SHARED_ERRORS if hasattr(base, name))
+    if isinstance(exc, shared):
+        return True
+    captured = sys.modules.get("pyspark.errors.exceptions.captured")  # a classic session's (py4j)
+    if captured is not None and isinstance(exc, captured.CapturedException):
+        return True
+    # loaded only once a Connect session exists (it needs grpc, which a classic install may lack)
+    connect = sys.modules.get("pyspark.errors.exceptions.connect")
+    return connect is not None and isinstance(exc, connect.SparkConnectException)
+
+
+#: the error classes of ``pyspark.errors`` that a classic and a Connect session both raise
+_SHARED_ERRORS = (
+    "AnalysisException",
+    "IllegalArgumentException",
+    "ArithmeticException",
+    "UnsupportedOperationException",
+    "ArrayIndexOutOfBoundsException",
+    "DateTimeException",
+    "NumberFormatException",
+    "QueryExecutionException",
+    "PythonException",
+    "SparkRuntimeException",
+    "SparkUpgradeException",
+    "SparkNoSuchElementException",
+    "UnknownException",
+)
 
 
 @contextmanager

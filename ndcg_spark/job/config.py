@@ -28,7 +28,9 @@ from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1
-FORMATS = ("parquet", "csv")
+FORMATS = ("parquet", "csv", "delta", "iceberg")
+#: formats a catalog table is written in through its own writer (``writeTo``); ``table:`` only
+TABLE_FORMATS = ("delta", "iceberg")
 #: The formats an input may have besides FORMATS: ``trec_run`` (candidates) and ``trec_qrels``
 #: (judgments), read by :mod:`ndcg_spark.formats.trec`.
 TREC_FORMATS = {"inputs.candidates": "trec_run", "inputs.judgments": "trec_qrels"}
@@ -75,7 +77,8 @@ def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
 @dataclass(frozen=True)
 class Source:
     """Where a table comes from: a ``path`` (Parquet or CSV; for ``inputs.candidates`` also a TREC
-    run, ``trec_run``, for ``inputs.judgments`` TREC qrels, ``trec_qrels``) or a catalog ``table``."""
+    run, ``trec_run``, for ``inputs.judgments`` TREC qrels, ``trec_qrels``) or a catalog ``table``
+    (Parquet, CSV, or, as the warehouse keeps them, Delta or Iceberg: ``format`` is passed to the writer)."""
 
     path: str | None = None
     table: str | None = None
@@ -97,6 +100,8 @@ class Source:
         fmt = require_choice(data.get("format", "parquet"), formats, f"{path}.format")
         if fmt.startswith("trec_") and table is not None:
             raise ContractError(f"{path}.format", f"{fmt} reads a file: give a path, not a table")
+        if fmt in TABLE_FORMATS and table is None:
+            raise ContractError(f"{path}.format", f"{fmt} is a catalog table format: give a table, not a path")
         if src_path is not None:
             src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)

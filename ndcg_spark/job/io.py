@@ -1,64 +1,70 @@
-"""Reading inputs and writing run-partitioned outputs.
+"""Reading inputs and writing run-partitioned outputs, the same on a classic and a Connect session.
 
 Outputs are partitioned by ``run_id``. A write replaces the partitions of this run and nothing
 else (dynamic partition overwrite): the previous night stays readable while the new one is
-written, and re-running a run id replaces exactly that run.
+written, and re-running a run id replaces exactly that run. Everything here goes through the
+DataFrame reader and writer, the catalog and parameterized SQL -- no JVM handle (Spark Connect
+has none) -- so paths are resolved where Spark runs (the Connect server, the cluster).
+
+Catalog tables are written in the configured ``format``: ``parquet`` (default) and ``csv`` as
+Spark data source tables (``insertInto`` under dynamic partition overwrite, a run cleared with
+``ALTER TABLE … DROP PARTITION``); ``delta`` and ``iceberg`` through the table's own writer
+(``writeTo(…).overwritePartitions()``, a run cleared with ``DELETE FROM … WHERE run_id = :run_id``),
+as those formats keep no Hive-style partitions to drop.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.utils import AnalysisException
+import logging
+import uuid
 
-from ndcg_spark.job.config import Source
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
 from ndcg_spark.errors import InputError
 from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
+from ndcg_spark.job.config import TABLE_FORMATS, Source
+
+logger = logging.getLogger(__name__)
 
 
 def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
     """Read a Parquet/CSV path, a TREC run or qrels file or a catalog table; a missing one is an
     :class:`InputError`. A TREC file's malformed lines are kept, for validation's rules
-    (:mod:`ndcg_spark.formats.trec`)."""
+    (:mod:`ndcg_spark.formats.trec`).
+
+    The schema is resolved here, so a missing input is reported when it is read on a Spark
+    Connect session too (which would otherwise analyse it only when the first job runs).
+    """
     try:
         if source.table is not None:
-            return spark.read.table(source.table)
-        if source.format == "trec_run":
-            return read_trec_run(spark, source.path, keep_malformed=True)
-        if source.format == "trec_qrels":
-            return read_trec_qrels(spark, source.path, keep_malformed=True)
-        if source.format == "csv":
-            return spark.read.option("header", True).option("inferSchema", True).csv(source.path)
-        return spark.read.parquet(source.path)
+            df = spark.read.table(source.table)
+        elif source.format == "trec_run":
+            df = read_trec_run(spark, source.path, keep_malformed=True)
+        elif source.format == "trec_qrels":
+            df = read_trec_qrels(spark, source.path, keep_malformed=True)
+        elif source.format == "csv":
+            df = spark.read.option("header", True).option("inferSchema", True).csv(source.path)
+        else:
+            df = spark.read.parquet(source.path)
+        df.schema  # noqa: B018 - forces the analysis (a Connect session is lazy about it)
     except AnalysisException as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{role}: cannot read {source.describe()}: {first_line}") from None
+    return df
 
 
 def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str, ...] = ("run_id",)) -> None:
     """Write ``df`` replacing only the ``partition_by`` partitions it contains.
 
     A path target is written as a partitioned dataset in ``target.format``; a table target is
-    created on first use and afterwards filled with ``insertInto(overwrite=True)`` under dynamic
-    partition overwrite (the table's column order is respected).
+    created on first use (in ``target.format``) and afterwards filled under dynamic partition
+    overwrite (the table's column order is respected): ``insertInto(overwrite=True)`` for
+    ``parquet``/``csv``, ``writeTo(…).overwritePartitions()`` for ``delta``/``iceberg``.
     """
-    spark = df.sparkSession
     if target.table is not None:
-        if not spark.catalog.tableExists(target.table):
-            parts = target.table.split(".")
-            if len(parts) > 1:  # a configured database that does not exist yet (first night)
-                spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": ".".join(parts[:-1])})
-            df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
-            return
-        table_columns = spark.read.table(target.table).columns
-        missing = sorted(set(table_columns) ^ set(df.columns))
-        if missing:
-            raise InputError(
-                f"output table {target.table}: columns differ from this run's ({', '.join(missing)}); "
-                "write to a new table or migrate the existing one"
-            )
-        df.select(*table_columns).write.option("partitionOverwriteMode", "dynamic").insertInto(
-            target.table, overwrite=True
-        )
+        _write_table(df, target, partition_by)
         return
     (
         df.write.mode("overwrite")
@@ -70,10 +76,35 @@ def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str
     )
 
 
+def _write_table(df: DataFrame, target: Source, partition_by: tuple[str, ...]) -> None:
+    spark = df.sparkSession
+    table_format = target.format in TABLE_FORMATS
+    if not spark.catalog.tableExists(target.table):
+        parts = target.table.split(".")
+        if len(parts) > 1:  # a configured database that does not exist yet (first night)
+            spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": ".".join(parts[:-1])})
+        if table_format:
+            df.writeTo(target.table).using(target.format).partitionedBy(*map(F.col, partition_by)).create()
+        else:
+            df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
+        return
+    table_columns = spark.read.table(target.table).columns
+    missing = sorted(set(table_columns) ^ set(df.columns))
+    if missing:
+        raise InputError(
+            f"output table {target.table}: columns differ from this run's ({', '.join(missing)}); "
+            "write to a new table or migrate the existing one"
+        )
+    if table_format:
+        df.select(*table_columns).writeTo(target.table).overwritePartitions()
+    else:
+        df.select(*table_columns).write.option("partitionOverwriteMode", "dynamic").insertInto(
+            target.table, overwrite=True
+        )
+
+
 def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> DataFrame:
     """Read an output written by :func:`write_run_partitioned`, optionally one run only."""
-    from pyspark.sql import functions as F
-
     if target.table is not None:
         df = spark.read.table(target.table)
     else:
@@ -84,37 +115,55 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> 
 
 
 def output_exists(spark: SparkSession, target: Source) -> bool:
-    """Whether an output table or path has been written at all."""
+    """Whether an output table or path has been written at all (a path: whether Spark reads a
+    table there -- a missing or empty folder is not one)."""
     if target.table is not None:
         return spark.catalog.tableExists(target.table)
-    fs, path = _hadoop_path(spark, target.path)
-    return fs.exists(path)
-
-
-def _hadoop_path(spark: SparkSession, path: str, child: str | None = None):
-    """Hadoop's ``FileSystem`` and ``Path`` for ``path`` (``path/child`` when given), any scheme."""
-    jvm = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path) if child is None else jvm.org.apache.hadoop.fs.Path(path, child)
-    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hadoop_path
+    try:
+        read_run(spark, target).schema  # noqa: B018 - lists the folder where Spark runs
+    except AnalysisException:
+        return False
+    return True
 
 
 def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
-    """Remove the ``run_id`` partition of an output, if there is one.
+    """Remove the rows of ``run_id`` from an output, if it has any.
 
     A dynamic partition overwrite of zero rows replaces nothing, so an output that may be empty
     for a run (the quarantine table) is cleared first: re-running a night that had quarantined
-    rows on clean input must not leave the old rows behind. No SQL is assembled from values: the
-    table name and run id go in as parameters.
+    rows on clean input must not leave the old rows behind. A path table gets a static
+    partition overwrite of zero rows (the run's folder goes, nothing else is touched); a ``parquet``/``csv``
+    catalog table drops the partition; a ``delta``/``iceberg`` table deletes the run's rows. No
+    SQL is assembled from values: the table name and run id go in as parameters.
     """
     if target.table is not None:
-        if spark.catalog.tableExists(target.table):
-            spark.sql(
-                "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)",
-                args={"table": target.table, "run_id": run_id},
-            )
+        if not spark.catalog.tableExists(target.table):
+            return
+        if target.format in TABLE_FORMATS:
+            statement = "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"
+        else:
+            statement = "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)"
+        spark.sql(statement, args={"table": target.table, "run_id": run_id})
         return
-    jvm = spark.sparkContext._jvm
-    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(run_id)
-    fs, partition = _hadoop_path(spark, target.path, f"run_id={escaped}")
-    if fs.exists(partition):
-        fs.delete(partition, True)
+    if output_exists(spark, target):
+        _clear_path_partition(spark, target, run_id)
+
+
+def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> None:
+    """``INSERT OVERWRITE … PARTITION (run_id = :run_id)`` of zero rows into the path table (seen
+    through a temporary view): a static partition overwrite removes that partition's folder and
+    writes nothing; every other partition is untouched."""
+    table = spark.read.option("basePath", target.path).option("header", True).format(target.format).load(target.path)
+    suffix = uuid.uuid4().hex
+    view, empty = f"ndcg_spark_clear_{suffix}", f"ndcg_spark_empty_{suffix}"
+    table.createOrReplaceTempView(view)
+    spark.createDataFrame([], table.drop("run_id").schema).createOrReplaceTempView(empty)
+    try:
+        logger.debug("clearing run %s of %s", run_id, target.describe())
+        spark.sql(
+            "INSERT OVERWRITE TABLE IDENTIFIER(:view) PARTITION (run_id = :run_id) SELECT * FROM IDENTIFIER(:empty)",
+            args={"view": view, "run_id": run_id, "empty": empty},
+        )
+    finally:
+        spark.catalog.dropTempView(view)
+        spark.catalog.dropTempView(empty)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 from collections.abc import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
@@ -56,9 +57,13 @@ def publishing(spark: SparkSession, status: Source, run_id: str) -> Iterator[Sou
 
     ``status`` is the run-status table; the block gets it back (to say where the run was published).
     """
-    mark_run(spark, status, run_id, RUNNING)
+    from ndcg_spark.job.steps import step
+
+    with step(spark, run_id, "unpublish", level=logging.DEBUG):
+        mark_run(spark, status, run_id, RUNNING)
     yield status
-    mark_run(spark, status, run_id, COMPLETE)
+    with step(spark, run_id, "publish"):
+        mark_run(spark, status, run_id, COMPLETE)
 
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:

@@ -24,6 +24,7 @@ It returns a :class:`RunOutcome`: what was written, with the rows the closing li
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,6 +39,7 @@ from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail
 from ndcg_spark.job.io import read_run
 from ndcg_spark.job.publish import publishing
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
+from ndcg_spark.job.steps import step
 from ndcg_spark.job.trends import TrendResult, trend_stage
 from ndcg_spark.job.stages import (
     AggregateResult,
@@ -132,10 +134,16 @@ def run_job(
     if command not in COMMANDS:
         raise ValueError(f"command: must be one of {', '.join(COMMANDS)}, got {command!r}")
     stage2 = command == "aggregate" or (command == "run" and config.writes_stage2())
-    _check_before_writing(spark, config, command, run_id, stage2=stage2)
+    with step(spark, run_id, "checks", level=logging.DEBUG):
+        _check_before_writing(spark, config, command, run_id, stage2=stage2)
     if command == "compare":
-        compared = compare_stage(spark, config, run_id)
-        outcome = RunOutcome(command, run_id, compared=compared, guarded=guardrail_stage(spark, config, run_id))
+        with step(spark, run_id, "compare"):
+            compared = compare_stage(spark, config, run_id)
+        guarded = None
+        if guardrail_plan(config) is not None:  # the job declares guardrails
+            with step(spark, run_id, "guardrails"):
+                guarded = guardrail_stage(spark, config, run_id)
+        outcome = RunOutcome(command, run_id, compared=compared, guarded=guarded)
     elif command == "report":
         outcome = RunOutcome(command, run_id)
     else:
@@ -167,12 +175,23 @@ def _published_stages(spark: SparkSession, config: JobConfig, command: str, run_
     scored = aggregated = trended = None
     with publishing(spark, config.run_status(), run_id) as status:  # 'running' first, 'complete' written last
         if command != "aggregate":
-            scored = score_stage(spark, config, run_id)
+            with step(spark, run_id, "score"):
+                scored = score_stage(spark, config, run_id)
         if stage2:
             counts = scored.metadata_counts() if scored is not None else {}
-            aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
-            trended = trend_stage(spark, config, run_id)
+            with step(spark, run_id, "aggregate"):
+                aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
+            if config.output("trend") is not None:
+                with step(spark, run_id, "trend"):
+                    trended = trend_stage(spark, config, run_id)
     outcome = RunOutcome(command, run_id, published=status, scored=scored, aggregated=aggregated, trended=trended)
+    with step(spark, run_id, "summary", level=logging.DEBUG):
+        return _summary(spark, outcome)
+
+
+def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:
+    """The rows of the closing lines, read back from what the stages wrote."""
+    scored, aggregated, trended, run_id = outcome.scored, outcome.aggregated, outcome.trended, outcome.run_id
     if aggregated is None:
         means = summarize_per_request(read_run(spark, scored.target, run_id))
         return replace(outcome, per_request_means=tuple(means))
@@ -192,7 +211,8 @@ def _report(spark: SparkSession, config: JobConfig, command: str, run_id: str) -
         return None
     started = time.perf_counter()
     try:
-        path = write_report(spark, config, run_id)
+        with step(spark, run_id, "report"):
+            path = write_report(spark, config, run_id)
     except InputError as exc:
         if command != "compare":
             raise

@@ -1,18 +1,36 @@
-"""Building the SparkSession for local runs; under spark-submit the session is the cluster's.
+"""Building the SparkSession, classic or Spark Connect, and tagging the jobs of a run's steps.
 
 The console script uses :func:`build_session` with the ``spark:`` section of the YAML (master,
 warehouse folder, extra conf). The spark-submit entry (``jobs/nightly_eval.py``) passes
-``master=None`` so the master comes from spark-submit and nothing here overrides it.
+``master=None`` so the master comes from spark-submit and nothing here overrides it. When
+pyspark's own ``SPARK_REMOTE`` environment variable is set (``sc://host:15002``, or ``local[2]``
+for a local Spark Connect server) the session is a Spark Connect session and no master is set.
+
+This module is the only place that knows the two kinds of session apart (:func:`is_connect`):
+the rest of the library uses only what both have (DataFrames, ``spark.sql``, the catalog).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+#: every job of a run carries ``ndcg-spark:<run_id>`` and ``ndcg-spark:<run_id>:<step>``
+TAG_PREFIX = "ndcg-spark"
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (it has no ``sparkContext``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def build_session(
@@ -27,18 +45,46 @@ def build_session(
     Parameters
     ----------
     master : e.g. ``local[*]``; ``None`` keeps what spark-submit (or an existing session) set.
+        Not used when ``SPARK_REMOTE`` is set: the session is then a Spark Connect session on
+        that server (a ``local[…]`` remote starts a local Connect server).
     warehouse_dir : ``spark.sql.warehouse.dir`` (made absolute), e.g. ``warehouse`` in the checkout.
+        Like every static setting, it reaches a remote server only when this call starts it.
     shuffle_partitions : ``spark.sql.shuffle.partitions``; small values suit small local runs.
     conf : any further Spark settings.
     """
-    builder = SparkSession.builder.appName(app_name)
-    if master is not None and master.startswith("local"):
+    remote = os.environ.get("SPARK_REMOTE") or None
+    if remote is not None and master is not None:
+        logger.info("SPARK_REMOTE=%s: a Spark Connect session; the configured master %s is not used", remote, master)
+        master = None
+    local = (remote or master or "").startswith("local")
+    if local:
         # Local Python workers must run this interpreter (the virtualenv's), not whatever
         # python3 is first on the PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
     if master is not None:
-        builder = builder.master(master).config("spark.ui.enabled", "false")
-    settings: dict[str, str] = {
+        builder = builder.master(master)
+    settings = _settings(warehouse_dir, shuffle_partitions, starts_driver=master is not None or local)
+    if local and remote is not None:
+        # The local Connect server runs in this process and would log every failed request (with
+        # its JVM trace) on our stderr: each reaches the client as the exception anyway.
+        settings["spark.log.level"] = "FATAL"
+    settings.update({str(k): str(v) for k, v in (conf or {}).items()})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # a Connect client sets what it can at runtime and warns for every static setting (the
+        # server's, fixed when it started): expected, not something the user can act on
+        warnings.filterwarnings("ignore", message="Failed to set", category=UserWarning)
+        spark = builder.getOrCreate()
+    if not is_connect(spark):  # a Connect server keeps its own log level
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _settings(warehouse_dir: str | Path | None, shuffle_partitions: int | None, *, starts_driver: bool) -> dict[str, str]:
+    """ndcg-spark's Spark settings; ``starts_driver``: this call starts the driver (not spark-submit's)."""
+    settings = {
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         # Replace only the partitions a run writes; never the whole table.
@@ -46,13 +92,50 @@ def build_session(
         # run ids are strings ("2026-11-29"), never inferred as dates or numbers on read.
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     }
+    if starts_driver:
+        settings["spark.ui.enabled"] = "false"
     if warehouse_dir is not None:
         settings["spark.sql.warehouse.dir"] = str(Path(warehouse_dir).resolve())
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    settings.update({str(k): str(v) for k, v in (conf or {}).items()})
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return settings
+
+
+def step_tags(run_id: str, step: str) -> tuple[str, str]:
+    """The tags of a step's jobs: the run's (to cancel a whole run) and the step's.
+
+    >>> step_tags("2026-11-29", "score")
+    ('ndcg-spark:2026-11-29', 'ndcg-spark:2026-11-29:score')
+    """
+    return f"{TAG_PREFIX}:{run_id}", f"{TAG_PREFIX}:{run_id}:{step}"
+
+
+@contextmanager
+def tagged(spark: SparkSession, *tags: str) -> Iterator[None]:
+    """Every Spark job started in the block (by this thread) carries ``tags``.
+
+    ``spark.addTag`` where the session has it (classic pyspark 4.x, Spark Connect); on classic
+    pyspark 3.5 the SparkContext's job tags (``addJobTag``; ``sparkContext.cancelJobsWithTag(tag)``
+    cancels them there). With ``addTag``, ``spark.interruptTag(tag)`` cancels them; a classic 4.x
+    session's jobs show them prefixed by Spark (``spark-session-<id>-thread-<id>-<tag>``).
+    """
+    removers = [_add_tag(spark, tag) for tag in tags]
+    try:
+        yield
+    finally:
+        for remove in reversed(removers):
+            remove()
+
+
+def _add_tag(spark: SparkSession, tag: str):
+    """Add ``tag``; returns how to remove it again."""
+    try:
+        spark.addTag(tag)
+        return lambda: spark.removeTag(tag)
+    except (AttributeError, NotImplementedError, RuntimeError):
+        if is_connect(spark):
+            raise
+    # classic pyspark 3.5: SparkSession.addTag is Spark Connect only there
+    context = spark.sparkContext
+    context.addJobTag(tag)
+    return lambda: context.removeJobTag(tag)

@@ -1,0 +1,135 @@
+"""Operable on a shared cluster: tagged jobs, progress lines, Spark-native output maintenance.
+
+docs/operations.md, "Spark Connect, tags and logs": every Spark job of a run carries
+``ndcg-spark:<run_id>`` and ``ndcg-spark:<run_id>:<step>``; the console script prints one line
+per step with its time (stderr); outputs are kept with the DataFrame reader/writer, the catalog
+and parameterized SQL only (what a Connect session has too). The same checks over Spark Connect
+are in tests/test_connect.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import pytest
+
+from ndcg_spark.errors import ContractError
+from ndcg_spark.job.config import Source
+from ndcg_spark.job.io import clear_run, output_exists, read_run, write_run_partitioned
+
+
+def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
+    from ndcg_spark.job.steps import step
+
+    with step(spark, "t1", "score"):
+        inside = set(spark.getTags())
+        spark.range(5).count()
+    assert inside >= {"ndcg-spark:t1", "ndcg-spark:t1:score"}
+    assert not {t for t in spark.getTags() if t.startswith("ndcg-spark:t1")}
+    # the jobs themselves, as the UI and a listener see them: Spark prefixes a session's tags
+    # with the session and thread (spark-session-<id>-thread-<id>-ndcg-spark:t1:score)
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    tags = [set(jobs.apply(i).jobTags().mkString("\n").splitlines()) for i in range(jobs.size())]
+    tagged = [t for t in tags if any(tag.endswith("-ndcg-spark:t1:score") for tag in t)]
+    assert tagged and all(any(tag.endswith("-ndcg-spark:t1") for tag in t) for t in tagged)
+
+
+def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkeypatch, caplog):
+    """``run_job`` through the CLI's sequence: inside stage 1 the run's and the step's tags are
+    set; the log has one ``step … done in … s`` line per step."""
+    import ndcg_spark.job.run as run_module
+    from ndcg_spark.job.config import JobConfig
+
+    seen = {}
+    real = run_module.score_stage
+
+    def recording(session, config, run_id):
+        seen["tags"] = set(session.getTags())
+        return real(session, config, run_id)
+
+    monkeypatch.setattr(run_module, "score_stage", recording)
+    cands = spark.createDataFrame([("q1", "a", 1, 1.0), ("q1", "b", 2, 0.0)], "request_id string, doc_id string, position int, grade double")
+    cands.write.parquet(str(tmp_path / "cands"))
+    config = tmp_path / "conf" / "job.yaml"
+    config.parent.mkdir()
+    config.write_text(textwrap.dedent("""
+        version: 1
+        contract: {k: [3]}
+        inputs: {candidates: {path: cands}}
+        outputs: {per_request: {path: out/per_request}}
+        """))
+    with caplog.at_level(logging.INFO, logger="ndcg_spark"):
+        outcome = run_module.run_job(spark, JobConfig.from_yaml(config), "score", "t2")
+    assert outcome.scored.rows_written == 1
+    assert seen["tags"] >= {"ndcg-spark:t2", "ndcg-spark:t2:score"}
+    done = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and " done in " in r.getMessage()]
+    assert [m.split(" done in ")[0] for m in done] == ["run t2: step score", "run t2: step publish"]
+    assert all(m.endswith(" s") for m in done)
+
+
+def test_the_console_script_prints_the_steps_on_stderr(spark, tmp_path, capsys):
+    from ndcg_spark.cli import main
+
+    spark.createDataFrame([("q1", "a", 1, 2.0)], "request_id string, doc_id string, position int, grade double").write.parquet(
+        str(tmp_path / "cands")
+    )
+    config = tmp_path / "job.yaml"
+    config.write_text(f"version: 1\ninputs: {{candidates: {{path: {tmp_path}/cands}}}}\n"
+                      f"outputs: {{per_request: {{path: {tmp_path}/out}}}}\n")
+    assert main(["score", "--config", str(config), "--run-id", "t3"]) == 0
+    shown = capsys.readouterr()
+    assert "run t3: step score done in " in shown.err and "run t3: step publish done in " in shown.err
+    assert "step score" not in shown.out  # the results stay on stdout, the progress on stderr
+    assert not logging.getLogger("ndcg_spark").handlers  # the CLI's handler is gone afterwards
+
+
+def test_clearing_a_run_of_a_path_table_removes_its_rows_only(spark, tmp_path):
+    target = Source(path=str(tmp_path / "quarantine"))
+    assert not output_exists(spark, target)
+    clear_run(spark, target, "r:1")  # nothing written yet: nothing to do
+    rows = spark.createDataFrame([("r:1", "x"), ("r:1", "y"), ("r2", "z")], "run_id string, v string")
+    write_run_partitioned(rows, target)
+    assert output_exists(spark, target)
+    clear_run(spark, target, "r:1")
+    clear_run(spark, target, "r3")  # a run with no rows: nothing to do
+    assert sorted(tuple(r) for r in read_run(spark, target).select("run_id", "v").collect()) == [("r2", "z")]
+    assert sorted(p.name for p in (tmp_path / "quarantine").glob("run_id=*")) == ["run_id=r2"]  # the folder is gone
+    assert not [v for v in spark.catalog.listTables() if v.name.startswith("ndcg_spark_")]  # its views dropped
+
+
+def test_an_empty_folder_is_not_an_output(spark, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert not output_exists(spark, Source(path=str(tmp_path / "empty")))
+
+
+class _RecordingSession:
+    """Stands in for a session with a Delta/Iceberg table: records the SQL it is given."""
+
+    def __init__(self):
+        self.statements = []
+        self.catalog = self
+
+    def tableExists(self, name):  # noqa: N802 - the catalog's own name
+        return True
+
+    def sql(self, statement, args=None):
+        self.statements.append((statement, args))
+
+
+@pytest.mark.parametrize("fmt, statement", [
+    ("delta", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"),
+    ("iceberg", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"),
+    ("parquet", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)"),
+])
+def test_a_catalog_tables_run_is_cleared_as_its_format_allows(fmt, statement):
+    session = _RecordingSession()
+    clear_run(session, Source(table="lake.ndcg.quarantine", format=fmt), "2026-11-29")
+    assert session.statements == [(statement, {"table": "lake.ndcg.quarantine", "run_id": "2026-11-29"})]
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_delta_and_iceberg_are_table_formats_only(fmt):
+    assert Source.parse({"table": "ndcg.per_request", "format": fmt}, "outputs.per_request", None).format == fmt
+    with pytest.raises(ContractError, match=rf"^outputs\.per_request\.format: {fmt} is a catalog table format"):
+        Source.parse({"path": "/tmp/x", "format": fmt}, "outputs.per_request", None)
