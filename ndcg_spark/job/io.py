@@ -22,6 +22,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.compat import run_partition_clause
 from ndcg_spark.errors import InputError
 from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
 from ndcg_spark.job.config import TABLE_FORMATS, Source
@@ -134,16 +135,19 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
     rows on clean input must not leave the old rows behind. A path table gets a static
     partition overwrite of zero rows (the run's folder goes, nothing else is touched); a ``parquet``/``csv``
     catalog table drops the partition; a ``delta``/``iceberg`` table deletes the run's rows. No
-    SQL is assembled from values: the table name and run id go in as parameters.
+    SQL is assembled from values: the table name and run id go in as parameters (on a Spark 3.5
+    server the run id, checked, as the partition spec's literal: :func:`~ndcg_spark.compat.run_partition_clause`).
     """
     if target.table is not None:
         if not spark.catalog.tableExists(target.table):
             return
         if target.format in TABLE_FORMATS:
-            statement = "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"
+            spark.sql("DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id",
+                      args={"table": target.table, "run_id": run_id})
         else:
-            statement = "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)"
-        spark.sql(statement, args={"table": target.table, "run_id": run_id})
+            partition, args = run_partition_clause(spark, run_id)
+            spark.sql(f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {partition}",
+                      args={"table": target.table, **args})
         return
     if output_exists(spark, target):
         _clear_path_partition(spark, target, run_id)
@@ -160,9 +164,10 @@ def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> N
     spark.createDataFrame([], table.drop("run_id").schema).createOrReplaceTempView(empty)
     try:
         logger.debug("clearing run %s of %s", run_id, target.describe())
+        partition, args = run_partition_clause(spark, run_id)
         spark.sql(
-            "INSERT OVERWRITE TABLE IDENTIFIER(:view) PARTITION (run_id = :run_id) SELECT * FROM IDENTIFIER(:empty)",
-            args={"view": view, "run_id": run_id, "empty": empty},
+            f"INSERT OVERWRITE TABLE IDENTIFIER(:view) {partition} SELECT * FROM IDENTIFIER(:empty)",
+            args={"view": view, "empty": empty, **args},
         )
     finally:
         spark.catalog.dropTempView(view)
