@@ -19,20 +19,34 @@ from ndcg_spark.job.config import Source
 from ndcg_spark.job.io import clear_run, output_exists, read_run, write_run_partitioned
 
 
+def current_tags(spark) -> set[str]:
+    """The tags set now: the session's (pyspark 4.x), or on classic pyspark 3.5 (where
+    ``SparkSession.getTags`` is Spark Connect only) the SparkContext's job tags."""
+    try:
+        return set(spark.getTags())
+    except RuntimeError:
+        return set(spark.sparkContext.getJobTags())
+
+
+def _carries(job_tags: set[str], tag: str) -> bool:
+    """Spark 4 prefixes a session's tags with the session and thread
+    (``spark-session-<id>-thread-<id>-<tag>``); 3.5's SparkContext job tags stand as they are."""
+    return any(t == tag or t.endswith("-" + tag) for t in job_tags)
+
+
 def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
     from ndcg_spark.job.steps import step
 
     with step(spark, "t1", "score"):
-        inside = set(spark.getTags())
+        inside = current_tags(spark)
         spark.range(5).count()
     assert inside >= {"ndcg-spark:t1", "ndcg-spark:t1:score"}
-    assert not {t for t in spark.getTags() if t.startswith("ndcg-spark:t1")}
-    # the jobs themselves, as the UI and a listener see them: Spark prefixes a session's tags
-    # with the session and thread (spark-session-<id>-thread-<id>-ndcg-spark:t1:score)
+    assert not {t for t in current_tags(spark) if t.startswith("ndcg-spark:t1")}
+    # the jobs themselves, as the UI and a listener see them
     jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
     tags = [set(jobs.apply(i).jobTags().mkString("\n").splitlines()) for i in range(jobs.size())]
-    tagged = [t for t in tags if any(tag.endswith("-ndcg-spark:t1:score") for tag in t)]
-    assert tagged and all(any(tag.endswith("-ndcg-spark:t1") for tag in t) for t in tagged)
+    tagged = [t for t in tags if _carries(t, "ndcg-spark:t1:score")]
+    assert tagged and all(_carries(t, "ndcg-spark:t1") for t in tagged)
 
 
 def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkeypatch, caplog):
@@ -45,7 +59,7 @@ def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkey
     real = run_module.score_stage
 
     def recording(session, config, run_id):
-        seen["tags"] = set(session.getTags())
+        seen["tags"] = current_tags(session)
         return real(session, config, run_id)
 
     monkeypatch.setattr(run_module, "score_stage", recording)
@@ -104,9 +118,11 @@ def test_an_empty_folder_is_not_an_output(spark, tmp_path):
 
 
 class _RecordingSession:
-    """Stands in for a session with a Delta/Iceberg table: records the SQL it is given."""
+    """Stands in for a session of a Spark ``version`` with a Delta/Iceberg table: records the SQL
+    it is given."""
 
-    def __init__(self):
+    def __init__(self, version: str):
+        self.version = version
         self.statements = []
         self.catalog = self
 
@@ -117,15 +133,27 @@ class _RecordingSession:
         self.statements.append((statement, args))
 
 
-@pytest.mark.parametrize("fmt, statement", [
-    ("delta", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"),
-    ("iceberg", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id"),
-    ("parquet", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)"),
+TABLE, RUN = {"table": "lake.ndcg.quarantine"}, {"run_id": "2026-11-29"}
+
+
+@pytest.mark.parametrize("fmt, version, statement, args", [
+    ("delta", "4.0.0", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id", {**TABLE, **RUN}),
+    ("iceberg", "3.5.0", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id", {**TABLE, **RUN}),
+    ("parquet", "4.0.0", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = :run_id)", {**TABLE, **RUN}),
+    # Spark 3.5's parser takes no parameter in a partition spec: the checked run id as the literal
+    ("parquet", "3.5.0", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = '2026-11-29')", TABLE),
 ])
-def test_a_catalog_tables_run_is_cleared_as_its_format_allows(fmt, statement):
-    session = _RecordingSession()
+def test_a_catalog_tables_run_is_cleared_as_its_format_allows(fmt, version, statement, args):
+    session = _RecordingSession(version)
     clear_run(session, Source(table="lake.ndcg.quarantine", format=fmt), "2026-11-29")
-    assert session.statements == [(statement, {"table": "lake.ndcg.quarantine", "run_id": "2026-11-29"})]
+    assert session.statements == [(statement, args)]
+
+
+def test_a_run_id_that_could_end_the_literal_never_reaches_a_35_partition_spec():
+    from ndcg_spark.compat import run_partition_clause
+
+    with pytest.raises(ValueError, match="only letters, digits"):
+        run_partition_clause(_RecordingSession("3.5.0"), "x') OR (1=1")
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])

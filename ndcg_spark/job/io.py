@@ -154,7 +154,7 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
 
 
 def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> None:
-    """``INSERT OVERWRITE … PARTITION (run_id = :run_id)`` of zero rows into the path table (seen
+    """``INSERT OVERWRITE … PARTITION (run_id = …)`` of zero rows into the path table (seen
     through a temporary view): a static partition overwrite removes that partition's folder and
     writes nothing; every other partition is untouched."""
     table = spark.read.option("basePath", target.path).option("header", True).format(target.format).load(target.path)
@@ -165,10 +165,9 @@ def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> N
     try:
         logger.debug("clearing run %s of %s", run_id, target.describe())
         partition, args = run_partition_clause(spark, run_id)
-        spark.sql(
-            f"INSERT OVERWRITE TABLE IDENTIFIER(:view) {partition} SELECT * FROM IDENTIFIER(:empty)",
-            args={"view": view, "empty": empty, **args},
-        )
+        # the two view names are this function's own (a uuid), never a user's value; Spark 3.5 binds
+        # no parameter in an INSERT's query, so they stand in the statement as they are
+        spark.sql(f"INSERT OVERWRITE TABLE {view} {partition} SELECT * FROM {empty}", args=args)
     finally:
         spark.catalog.dropTempView(view)
         spark.catalog.dropTempView(empty)
