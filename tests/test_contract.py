@@ -176,7 +176,7 @@ def test_a_bad_field_beside_a_preset_still_names_its_path():
 
 
 @pytest.mark.parametrize("source, message", [
-    ({"path": "r", "format": "trec_qrels"}, r"inputs\.candidates\.format: must be one of parquet, csv, trec_run"),
+    ({"path": "r", "format": "trec_qrels"}, r"inputs\.candidates\.format: must be one of parquet, csv, delta, iceberg, trec_run;"),
     ({"table": "db.run", "format": "trec_run"}, r"inputs\.candidates\.format: trec_run reads a file"),
 ])
 def test_trec_formats_only_where_they_fit(source, message):
