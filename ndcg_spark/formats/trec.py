@@ -45,6 +45,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.compat import try_cast_column
+
 #: The raw line of a row read with ``keep_malformed=True``.
 TREC_LINE = "trec_line"
 #: The TREC rule a row read with ``keep_malformed=True`` breaks (null when well formed).
@@ -59,23 +61,30 @@ _RUN_FIELDS = 6
 _QRELS_FIELDS = 4
 
 
-def _lines(spark: SparkSession, path: str) -> DataFrame:
-    """The file's content lines (``line``) and their fields (``f``); blank and ``#`` lines left out."""
+def _lines(spark: SparkSession, path: str, n_fields: int) -> DataFrame:
+    """The file's content lines (``line``), their fields (``f``) and the first ``n_fields`` of
+    them as columns of their own (null where a line has fewer); blank and ``#`` lines left out."""
     text = spark.read.text(path)
     line = F.trim(F.col("value"))
+    fields = F.split(line, r"\s+")
     return text.filter((line != F.lit("")) & ~line.startswith("#")).select(
-        F.col("value").alias(TREC_LINE), F.split(line, r"\s+").alias("f")
+        F.col("value").alias(TREC_LINE), fields.alias("f"),
+        *[F.try_element_at(fields, F.lit(i)).alias(_name(i)) for i in range(1, n_fields + 1)],
     )
+
+
+def _name(i: int) -> str:
+    return f"_trec_field_{i}"
 
 
 def _field(i: int) -> Column:
     """The ``i``-th field (1-based), null when the line has fewer."""
-    return F.try_element_at(F.col("f"), F.lit(i))
+    return F.col(_name(i))
 
 
-def _number(c: Column) -> Column:
-    """A field as a double: null when it is not a number."""
-    return c.try_cast("double")
+def _number(i: int) -> Column:
+    """The ``i``-th field as a double: null when it is not a number."""
+    return try_cast_column(_name(i), "double")
 
 
 def _rule(n_fields: int, not_numeric: Column) -> Column:
@@ -134,8 +143,8 @@ def read_trec_run(spark: SparkSession, path: str, *, keep_malformed: bool = Fals
     ValidationError
         a line breaks ``trec_field_count`` or ``trec_not_numeric`` (unless ``keep_malformed``).
     """
-    lines = _lines(spark, path)
-    rank, score = _number(_field(4)), _number(_field(5))
+    lines = _lines(spark, path, _RUN_FIELDS)
+    rank, score = _number(4), _number(5)
     not_numeric = rank.isNull() | (rank != F.floor(rank)) | score.isNull()
     columns = {
         "request_id": _field(1),
@@ -155,8 +164,8 @@ def read_trec_qrels(spark: SparkSession, path: str, *, keep_malformed: bool = Fa
     and left out of the ideal) breaks the rule ``grade_negative`` in validation; drop such lines
     to get trec_eval's treatment.
     """
-    lines = _lines(spark, path)
-    rel = _number(_field(4))
+    lines = _lines(spark, path, _QRELS_FIELDS)
+    rel = _number(4)
     columns = {"request_id": _field(1), "doc_id": _field(3), "grade": rel}
     return _finish(lines, columns, _rule(_QRELS_FIELDS, rel.isNull()), keep_malformed, "judgments")
 
