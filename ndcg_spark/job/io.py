@@ -16,18 +16,21 @@ as those formats keep no Hive-style partitions to drop.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.compat import run_partition_clause
 from ndcg_spark.errors import InputError
 from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
 from ndcg_spark.job.config import TABLE_FORMATS, Source
 
 logger = logging.getLogger(__name__)
+
+#: what a run id may hold (:func:`ndcg_spark.job.config.validate_run_id`): nothing that can end a quoted literal
+_RUN_ID_CHARACTERS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 
 def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
@@ -135,8 +138,8 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
     rows on clean input must not leave the old rows behind. A path table gets a static
     partition overwrite of zero rows (the run's folder goes, nothing else is touched); a ``parquet``/``csv``
     catalog table drops the partition; a ``delta``/``iceberg`` table deletes the run's rows. No
-    SQL is assembled from values: the table name and run id go in as parameters (on a Spark 3.5
-    server the run id, checked, as the partition spec's literal: :func:`~ndcg_spark.compat.run_partition_clause`).
+    SQL is assembled from values: the table name goes in as a parameter, and so does the run id
+    except in a partition spec, which takes only a literal up to Spark 4.0 (:func:`_partition`).
     """
     if target.table is not None:
         if not spark.catalog.tableExists(target.table):
@@ -145,9 +148,8 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
             spark.sql("DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id",
                       args={"table": target.table, "run_id": run_id})
         else:
-            partition, args = run_partition_clause(spark, run_id)
-            spark.sql(f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {partition}",
-                      args={"table": target.table, **args})
+            spark.sql(f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {_partition(run_id)}",
+                      args={"table": target.table})
         return
     if output_exists(spark, target):
         _clear_path_partition(spark, target, run_id)
@@ -164,10 +166,26 @@ def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> N
     spark.createDataFrame([], table.drop("run_id").schema).createOrReplaceTempView(empty)
     try:
         logger.debug("clearing run %s of %s", run_id, target.describe())
-        partition, args = run_partition_clause(spark, run_id)
         # the two view names are this function's own (a uuid), never a user's value; Spark 3.5 binds
         # no parameter in an INSERT's query, so they stand in the statement as they are
-        spark.sql(f"INSERT OVERWRITE TABLE {view} {partition} SELECT * FROM {empty}", args=args)
+        spark.sql(f"INSERT OVERWRITE TABLE {view} {_partition(run_id)} SELECT * FROM {empty}")
     finally:
         spark.catalog.dropTempView(view)
         spark.catalog.dropTempView(empty)
+
+
+def _partition(run_id: str) -> str:
+    """``PARTITION (run_id = '…')``. Spark 3.5 and 4.0 take only a literal in a partition spec (no
+    parameter marker), so the run id is written as one -- after checking that it holds letters,
+    digits and ``_.:-`` alone, as every run id must, so it cannot end the quoted literal.
+
+    >>> _partition("2026-11-29")
+    "PARTITION (run_id = '2026-11-29')"
+    >>> _partition("x') OR (1=1")
+    Traceback (most recent call last):
+    ...
+    ValueError: run id "x') OR (1=1": only letters, digits and '_.:-' may stand in a partition spec
+    """
+    if not _RUN_ID_CHARACTERS.match(run_id):
+        raise ValueError(f"run id {run_id!r}: only letters, digits and '_.:-' may stand in a partition spec")
+    return f"PARTITION (run_id = '{run_id}')"
