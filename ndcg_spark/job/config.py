@@ -35,11 +35,12 @@ TABLE_FORMATS = ("delta", "iceberg")
 #: (judgments), read by :mod:`ndcg_spark.formats.trec`.
 TREC_FORMATS = {"inputs.candidates": "trec_run", "inputs.judgments": "trec_qrels"}
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+#: what a run id may hold: letters, digits and ``_.:-`` (so it can stand as a quoted SQL literal)
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
 def validate_run_id(value: Any, path: str = "run_id") -> str:
-    if not isinstance(value, str) or not _RUN_ID.match(value):
+    if not isinstance(value, str) or not RUN_ID_PATTERN.match(value):
         raise ContractError(
             path, f"must be 1-128 characters of letters, digits, '_', '.', ':' or '-', starting with a letter or digit; got {value!r}"
         )

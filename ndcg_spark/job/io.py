@@ -16,7 +16,6 @@ as those formats keep no Hive-style partitions to drop.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 
 from pyspark.errors import AnalysisException
@@ -25,12 +24,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.errors import InputError
 from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
-from ndcg_spark.job.config import TABLE_FORMATS, Source
+from ndcg_spark.job.config import RUN_ID_PATTERN, TABLE_FORMATS, Source
 
 logger = logging.getLogger(__name__)
-
-#: what a run id may hold (:func:`ndcg_spark.job.config.validate_run_id`): nothing that can end a quoted literal
-_RUN_ID_CHARACTERS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 
 def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
@@ -186,6 +182,6 @@ def _partition(run_id: str) -> str:
     ...
     ValueError: run id "x') OR (1=1": only letters, digits and '_.:-' may stand in a partition spec
     """
-    if not _RUN_ID_CHARACTERS.match(run_id):
+    if not RUN_ID_PATTERN.match(run_id):
         raise ValueError(f"run id {run_id!r}: only letters, digits and '_.:-' may stand in a partition spec")
     return f"PARTITION (run_id = '{run_id}')"
