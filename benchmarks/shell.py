@@ -1,0 +1,107 @@
+"""The questions an analyst asks in a warm pyspark shell, timed: best of N, with Spark jobs per call.
+
+On the sample (``data/sample``, 20,000 requests; written here first if missing), in one
+``local[2]`` session with a pyspark shell's settings (Spark's defaults: 200 shuffle partitions,
+adaptive execution on), the inputs read and cached before anything is timed::
+
+    .venv/bin/python benchmarks/shell.py --repeat 3
+
+Each case is one call as a user types it, ending in an action (a mean, a collect, a count), timed
+from the call to the result; the figure is the best of ``--repeat`` runs, and ``jobs`` is the
+number of Spark jobs that call ran (its job group's, from the status tracker). The per-request
+table the stage-2 cases read is stage 1's (four K, attributes), cached, as a shell user reads it
+from the warehouse. Figures of the last run: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cases(spark, data: dict) -> dict[str, Callable[[], object]]:
+    from pyspark.sql import functions as F
+
+    import ndcg_spark
+    from ndcg_spark import AggregateSpec, Attributes, Contract
+
+    c, j, attrs, per_request = data["candidates"], data["judgments"], data["attributes"], data["per_request"]
+    k10 = Contract(k=[10])
+    attributes = Attributes(table=attrs, weight="weight",
+                            slices=("equipment_rarity", "doc_age_bucket", "permission_group"))
+    pools = data["pools"]
+    return {
+        "score_requests -> mean (K=10, checked)":
+            lambda: ndcg_spark.score_requests(c, j, k10).agg(F.avg("ndcg")).first(),
+        "score_requests -> mean (K=10, validate=False)":
+            lambda: ndcg_spark.score_requests(c, j, k10, validate=False).agg(F.avg("ndcg")).first(),
+        "score_requests, 4 K + attributes, collected":
+            lambda: ndcg_spark.score_requests(c, j, Contract(), attributes=attributes).collect(),
+        "aggregate, no interval":
+            lambda: ndcg_spark.aggregate(per_request, AggregateSpec(replicates=0)).collect(),
+        "aggregate, 1000 replicates":
+            lambda: ndcg_spark.aggregate(per_request, AggregateSpec(replicates=1000)).collect(),
+        "compare bm25 vs hybrid, 1000 replicates + 1000 sign flips":
+            lambda: ndcg_spark.compare(per_request, pools, baseline="bm25", candidate="hybrid",
+                                       replicates=1000, permutations=1000).collect(),
+    }
+
+
+def _load_inputs(spark, sample: Path) -> dict:
+    from ndcg_spark import Attributes, Contract, pool_summary, score_requests
+
+    data = {name: spark.read.parquet(str(sample / name)).cache() for name in ("candidates", "judgments", "attributes")}
+    attributes = Attributes(table=data["attributes"], weight="weight",
+                            slices=("equipment_rarity", "doc_age_bucket", "permission_group"))
+    data["per_request"] = score_requests(data["candidates"], data["judgments"], Contract(),
+                                         attributes=attributes).cache()
+    data["pools"] = pool_summary(data["candidates"], data["judgments"], Contract()).cache()
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", default=str(ROOT / "data" / "sample"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", help="run the cases whose name contains this text")
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("shell-bench")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    sample = Path(args.sample)
+    if not (sample / "candidates").exists():
+        from ndcg_spark.sample.generate import write_sample
+
+        write_sample(spark, sample)
+    data = _load_inputs(spark, sample)
+    rows = {name: df.count() for name, df in data.items()}
+    print(f"inputs (cached): {', '.join(f'{k} {v:,}' for k, v in rows.items())}; load {os.getloadavg()[0]:.1f}",
+          flush=True)
+    tracker = spark.sparkContext.statusTracker()
+    for name, call in _cases(spark, data).items():
+        if args.only and args.only not in name:
+            continue
+        times, jobs = [], []
+        for attempt in range(args.repeat):
+            group = f"shell-{attempt}-{time.time()}"
+            spark.sparkContext.setJobGroup(group, name)
+            started = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - started)
+            jobs.append(len(tracker.getJobIdsForGroup(group)))
+        print(f"{name:<58} best {min(times):6.2f} s of {args.repeat} ({', '.join(f'{t:.2f}' for t in times)}); "
+              f"{jobs[-1]} Spark jobs; load {os.getloadavg()[0]:.1f}", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
