@@ -3,7 +3,7 @@
 The oracle data's lists are dense (positions a permutation of 1..M), so with a max K the plan
 serves (<= 32) every request of the position-order contracts goes through it. Here a share of the
 requests is perturbed so that the same run mixes both plans: positions 0-based (still dense),
-with a gap, fractional, or dense only in the top max K; the survey must list exactly the
+with a gap, fractional, or dense only in the top max K; the plan's evidence must mark exactly the
 requests that are not dense, and every request must agree with the oracle (to 1e-9) and with the
 collecting plan (exactly: the same expressions over the same values in the same order).
 """
@@ -91,19 +91,49 @@ def test_the_perturbations_do_what_their_names_say(mixed):
         )
 
 
-def test_the_survey_lists_exactly_the_requests_that_are_not_dense(mixed):
+def test_the_evidence_marks_exactly_the_requests_that_are_not_dense(mixed):
     cdf, jdf = mixed["frames"]
     contract = Contract(k=KS).resolve(cdf.columns)
     rows = prepare_candidates(cdf, jdf, contract).withColumn("gain", gain(F.col("grade"), contract.gain))
-    levels, not_dense = dense.survey(rows, contract, ("system", "pool_version", "request_id"))
+    rows = rows.withColumn("judged", F.col("grade").isNotNull())
+    levels = dense.gain_levels(contract, jdf.select("grade"))
     groups, _ = mixed["prepared"]
     shown_grades = {c.grade for cs in groups.values() for c in cs if c.grade is not None and c.grade > 0}
-    assert levels == pytest.approx(sorted((2.0**g - 1.0 for g in shown_grades), reverse=True), rel=1e-12)
+    judged_grades = {j["grade"] for j in mixed["rows"][1] if j["grade"] > 0}
+    assert shown_grades <= judged_grades
+    assert levels == pytest.approx(sorted((2.0**g - 1.0 for g in judged_grades), reverse=True), rel=1e-12)
     assert len(levels) >= 5
+    summed = dense.aggregate_dense(rows, contract, ("system", "pool_version", "request_id"), levels)
+    not_served = summed.filter(~F.col("_served")).select("system", "request_id").collect()
     expected = {key for key, (_, still_dense) in mixed["applied"].items() if not still_dense}
-    got = {(rid, system) for system, _pool, rid in not_dense}
+    got = {(r.request_id, r.system) for r in not_served}
     assert got == expected, f"{len(got ^ expected)} differ, e.g. {sorted(got ^ expected)[:5]}"
     assert len(got) > 50
+
+
+def test_declared_gains_need_no_job_and_a_gain_off_them_is_collected(spark):
+    """A gain table, binary gain or ``max_grade`` declare the gains (no job: no grades given); a
+    request whose grades fall off the declared scale is not served by the plan but collected,
+    with the same result as the collecting plan."""
+    assert dense.gain_levels(Contract(gain={"table": {0: 0, 1: 1, 2: 3, 3: 3}}), None) == [3.0, 1.0]
+    assert dense.gain_levels(Contract(gain="binary"), None) == [1.0]
+    assert dense.gain_levels(Contract(max_grade=3), None) == [7.0, 3.0, 1.0]
+    assert dense.gain_levels(Contract(gain="linear", max_grade=2.5), None) == [2.0, 1.0]
+    assert dense.gain_levels(Contract(), None) is None
+    # q2 holds a grade 3 (above the declared 2) and q3 a fractional 1.5: both off the scale
+    table = spark.createDataFrame(
+        [(q, f"d{i}", float(i + 1), float(g)) for q, grades in (("q1", [2, 0, 1]), ("q2", [1, 3, 0]), ("q3", [1.5, 2]))
+         for i, g in enumerate(grades)],
+        "request_id string, doc_id string, position double, grade double")
+    contract = Contract(k=[1, 2, 3], max_grade=2)
+    resolved = contract.resolve(table.columns)
+    rows = prepare_candidates(table, None, resolved).withColumn("gain", gain(F.col("grade"), contract.gain))
+    rows = rows.withColumn("judged", F.col("grade").isNotNull())
+    summed = dense.aggregate_dense(rows, resolved, ("request_id",), dense.gain_levels(resolved, None))
+    assert {r.request_id: r._served for r in summed.collect()} == {"q1": True, "q2": False, "q3": False}
+    a, b = (score_requests(table, contract=contract, dense_plan=p, validate=False).orderBy("request_id", "k").collect()
+            for p in (True, False))
+    assert a == b and len(a) == 9
 
 
 #: The plan branches on the gains (their distinct values are counted) and on ``zero`` vs
@@ -175,16 +205,14 @@ def test_only_contracts_the_plan_serves_use_it():
 
 def test_too_many_gain_levels_or_a_negative_gain_fall_back_to_collecting(spark):
     """Gains of 17 distinct values, or a negative one, are not counted per value: every request is
-    collected (no survey listing), and the result still matches the collecting plan."""
+    collected, and the result still matches the collecting plan."""
     many = spark.createDataFrame([("q", f"d{i}", float(i + 1), float(i % 17)) for i in range(40)],
                                  "request_id string, doc_id string, position double, grade double")
     linear = Contract(k=[5, 10], gain="linear")
     resolved = linear.resolve(many.columns)
     negative = many.withColumn("grade", F.col("grade") - 1.0)
-    for table in (many, negative):
-        rows = prepare_candidates(table, None, resolved).withColumn("gain", gain(F.col("grade"), linear.gain))
-        levels, not_dense = dense.survey(rows, resolved, ("request_id",))
-        assert levels is None and not_dense == []  # the list is dense: only the gains rule it out
+    for table in (many, negative):  # the list is dense: only the gains rule the plan out
+        assert dense.gain_levels(resolved, table.select("grade")) is None
     for table in (many, negative):
         a, b = (score_requests(table, contract=linear, dense_plan=p, validate=False).orderBy("k").collect()
                 for p in (True, False))

@@ -34,14 +34,14 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
-from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
+from ndcg_spark.metrics.gain import gain
+from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, metrics_column
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
 MAX_GAIN_LEVELS = 16
 #: Largest max(K) the plan serves: one bit per position in a 64-bit mask, positions 0..max K.
 MAX_K = 32
-#: Past this many requests that are not dense, the collecting plan scores every request.
-MAX_LISTED_NOT_DENSE = 100_000
+_LONG_MIN = -(2**63)
 
 
 def applies(contract: Contract) -> bool:
@@ -77,53 +77,62 @@ def _is_dense(contract: Contract, base: int) -> Column:
     return (F.col("_n_placed") == F.col("n_candidates")) & (F.col(f"_n_top{base}") == m) & (seen == full)
 
 
-def survey(rows: DataFrame, contract: Contract, keys: tuple[str, ...]) -> tuple[list[float] | None, list | str]:
-    """One job over the candidates: the distinct positive gains, largest first (None when there
-    are more than :data:`MAX_GAIN_LEVELS` distinct gains or one is negative or not finite), and
-    the ``keys`` of the requests that are not dense (``"all"`` past :data:`MAX_LISTED_NOT_DENSE`).
+def gain_levels(contract: Contract, grades: DataFrame | None) -> list[float] | None:
+    """The positive gains the ideal is counted over, largest first, or None when the plan cannot
+    serve them (more than :data:`MAX_GAIN_LEVELS`, or one negative or not finite).
 
-    ``keys``: the request key columns that vary; leave out one that is the same on every row (a
-    ``system`` given as a literal): hashing a constant on every row is measurable at 20M rows."""
-    key_type = rows.select(F.struct(*keys).alias("_key")).schema["_key"].dataType
-    failing = (
-        rows.groupBy(*keys)
-        .agg(*_density(contract))
-        .filter(~(_is_dense(contract, 0) | _is_dense(contract, 1)))
-        .select(F.struct(*keys).alias("_key"), F.lit(None).cast("double").alias("_gain"))
-        .limit(MAX_LISTED_NOT_DENSE + 1)
-    )
-    gains = (
-        rows.where(F.col("gain").isNotNull())
-        .select(F.lit(None).cast(key_type).alias("_key"), F.col("gain").alias("_gain"))
-        .distinct()
-        .limit(MAX_GAIN_LEVELS + 1)
-    )
-    found = failing.unionByName(gains).collect()
-    values = [r["_gain"] for r in found if r["_key"] is None]
-    not_dense = [tuple(r["_key"]) for r in found if r["_key"] is not None]
-    levels = None
-    if len(values) <= MAX_GAIN_LEVELS and all(math.isfinite(v) and v >= 0 for v in values):
-        levels = sorted((v for v in values if v > 0), reverse=True)
-    return levels, ("all" if len(not_dense) > MAX_LISTED_NOT_DENSE else not_dense)
+    Declared by the contract when it can be: a gain table's positive gains, ``binary``'s 1, and
+    with ``max_grade`` the gains of the whole grades ``1 .. max_grade``; a request with any other
+    gain is then not served by the plan (:func:`aggregate_dense`'s evidence) and is collected.
+    Otherwise read from ``grades`` (one column of grades: the judgments', or a pre-joined table's):
+    one small job, the distinct gains (summed partially where the rows lie, so a few values cross
+    the shuffle); a superset of the candidates' gains, which only adds count columns.
+    """
+    mapping = contract.gain
+    if mapping.kind == "table":
+        values = [value for _, value in mapping.table]
+    elif mapping.kind == "binary":
+        values = [1.0]
+    elif contract.max_grade is not None:
+        whole = range(1, int(math.floor(contract.max_grade)) + 1)
+        values = [2.0**g - 1.0 if mapping.kind == "exponential" else float(g) for g in whole]
+    elif grades is None:
+        return None
+    else:
+        found = (
+            grades.select(gain(F.col(grades.columns[0]).cast("double"), mapping).alias("_gain"))
+            .where(F.col("_gain").isNotNull())
+            .distinct()
+            .limit(MAX_GAIN_LEVELS + 1)
+            .collect()
+        )
+        values = [r["_gain"] for r in found]
+    distinct = set(values)
+    if len(distinct) > MAX_GAIN_LEVELS or not all(math.isfinite(v) and v >= 0 for v in distinct):
+        return None
+    return sorted((v for v in distinct if v > 0), reverse=True)
 
 
 def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float]) -> DataFrame:
-    """The dense requests of ``rows`` (the others are left out), one row each: ``keys``, the
-    counts, ``shown`` (the gains of the top max K in displayed order, null where unjudged),
-    ``ideal`` (the top max K gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged
-    candidates in the top k) for every K -- what :func:`score_dense_requests` turns into the
-    metrics with the same expressions as for a collected list. ``keys``: as in :func:`survey`."""
-    m, pos = contract.max_k, F.col("position")
+    """One row per request of ``rows``: ``keys``, ``_served`` (the evidence that the plan applies:
+    its positions are dense and every gain is one of ``levels`` or 0), the counts, ``shown`` (the
+    gains of the top max K in displayed order, null where unjudged), ``ideal`` (the top max K
+    gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged candidates in the top k) for
+    every K -- what :func:`score_dense_requests` turns into the metrics with the same expressions
+    as for a collected list. ``keys``: the request key columns that vary (see there)."""
+    m, pos, gain_ = contract.max_k, F.col("position"), F.col("gain")
     unjudged = ~F.col("judged")
+    off_level = gain_.isNotNull() & (gain_ != F.lit(0.0)) & ~gain_.isin(*[F.lit(v) for v in levels])
     grouped = rows.groupBy(*keys).agg(
         *_density(contract),
+        F.count(F.when(off_level, 1)).alias("_n_off_level"),
         F.count("grade").alias("n_judged"),
         F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
         # the gain shown at each position 0..max K (null: unjudged, or no candidate there)
-        *[F.max(F.when(pos == p, F.col("gain"))).alias(f"_g{p}") for p in range(m + 1)],
+        *[F.max(F.when(pos == p, gain_)).alias(f"_g{p}") for p in range(m + 1)],
         *[F.count(F.when((pos <= k - 1 + base) & unjudged, 1)).alias(f"_u{k}_{base}")
           for k in contract.k for base in (0, 1)],
-        *[F.count(F.when(F.col("gain") == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
+        *[F.count(F.when(gain_ == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
     )
     dense0, dense1 = _is_dense(contract, 0), _is_dense(contract, 1)
     shown = F.when(dense0, F.array(*[F.col(f"_g{p}") for p in range(m)])).otherwise(
@@ -132,37 +141,44 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
     # the ideal's first max K gains: each positive value as often as it occurs, largest first
     runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
     ideal = F.slice(F.concat(*runs), 1, m) if runs else F.array().cast("array<double>")
-    return grouped.filter(dense0 | dense1).select(
-        *keys, "n_candidates", "n_judged", "n_positive", shown.alias("shown"), ideal.alias("ideal"),
+    served = (dense0 | dense1) & (F.col("_n_off_level") == 0)
+    return grouped.select(
+        *keys, served.alias("_served"), "n_candidates", "n_judged", "n_positive", shown.alias("shown"),
+        ideal.alias("ideal"),
         *[F.when(dense0, F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).alias(f"unjudged_{k}") for k in contract.k],
     )
 
 
 def score_dense_requests(
-    rows: DataFrame, contract: Contract, literal: dict[str, Column]
-) -> tuple[DataFrame | None, DataFrame | None]:
-    """The requests the dense plan scores (in the shape of
-    :func:`ndcg_spark.scoring.collecting.score_collected_lists`) and the rows of the others, left
-    to collect; ``(None, rows)`` when the gains or too many requests rule the plan out,
-    ``(scored, None)`` when every request is dense. The key columns in ``literal``
+    rows: DataFrame, contract: Contract, literal: dict[str, Column], levels: list[float]
+) -> tuple[DataFrame, DataFrame]:
+    """The requests the dense plan serves, scored (in the shape of
+    :func:`ndcg_spark.scoring.collecting.score_collected_lists`), and the rows of the others, left
+    to collect -- both lazy, from one aggregation of ``rows``.
+
+    The requests that are not served are found in the same aggregation (``_served``) and their
+    keys broadcast to pick their rows out; both branches read the one aggregation (Spark reuses
+    its shuffle), and when every request is served, adaptive execution sees the broadcast empty
+    and skips the other branch. The key columns in ``literal``
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
-    levels, not_dense = survey(rows, contract, varying)
-    if levels is None or not_dense == "all":
-        return None, rows
     summed = aggregate_dense(rows, contract, varying, levels)
+    # Always true, but it reads every column, so Spark keeps the two branches' aggregations alike
+    # (nothing pruned from one of them) and computes the aggregation once for both.
+    every_column = F.greatest(F.xxhash64(*summed.columns), F.lit(_LONG_MIN)) >= F.lit(_LONG_MIN)
+    not_served = summed.filter(~F.col("_served") & every_column).select(*varying)
+    rest = join_null_safe(rows, F.broadcast(not_served), varying, "left_semi")
     shown, ideal = F.col("shown"), F.col("ideal")
     per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
-    summed = summed.select("*", *_bound_lists(contract))
-    scored = summed.select(
+    served = summed.filter(F.col("_served")).select("*", *_bound_lists(contract))
+    scored = served.select(
         *[literal[c].alias(c) if c in literal else F.col(c) for c in REQUEST_KEYS],
         "n_candidates",
         "n_judged",
         "n_positive",
         metrics_column(contract, per_k, _bounds(contract)),
     )
-    rest = join_null_safe(rows, keys_frame(rows, not_dense, varying), varying, "left_semi") if not_dense else None
     return keys_as_strings(scored), rest
 
 

@@ -50,13 +50,16 @@ def score_requests(
     run_id : stamped on every row.
     attributes : weight and slice columns to carry (:class:`Attributes`).
     large_request : requests with more candidates are cut to the rows that can reach the top
-        ``max(K)`` before their list is collected (same result, bounded memory). Finding them
-        runs one small counting job when this function is called; ``None`` skips it (for inputs
-        already known to hold no such request, e.g. after the job's skew guard).
+        ``max(K)`` before their list is collected (same result, bounded memory). Without the
+        dense plan, finding them runs one small counting job when this function is called;
+        ``None`` skips it (for inputs already known to hold no such request, e.g. after the job's
+        skew guard). Under the dense plan, every request it does not serve is cut.
     dense_plan : score the requests displayed in dense position order (1, 2, 3, ... or 0, 1, 2,
         ... each once) with hash aggregates instead of collecting and sorting their candidates
-        (:mod:`ndcg_spark.scoring.dense`; same result, checked per request, one extra survey job
-        when the contract allows it). ``False`` always collects (kept to compare the two plans).
+        (:mod:`ndcg_spark.scoring.dense`; same result, checked per request in the same
+        aggregation, when the contract allows it; one small job for the distinct gains when the
+        contract declares neither a gain table nor ``max_grade``). ``False`` always collects
+        (kept to compare the two plans).
     validate : check the inputs first against the job's named rules under the job's default
         handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``, no skew guard):
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
@@ -102,21 +105,19 @@ def score_requests(
     rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
         "judged", F.col("grade").isNotNull()
     )
-    scored_dense, rest = None, rows
-    if dense_plan and dense.applies(contract):
+    levels = _dense_levels(contract, candidates, judgments) if dense_plan and dense.applies(contract) else None
+    if levels is not None:
         literal = literal_keys(candidates, contract, system, pool_version)
-        scored_dense, rest = dense.score_dense_requests(rows, contract, literal)
-    if rest is None:
-        per_request = scored_dense
+        scored_dense, rest = dense.score_dense_requests(rows, contract, literal, levels)
+        # the requests the plan does not serve (usually none): cut to what can reach the top max K
+        per_request = scored_dense.unionByName(score_by_collecting(rest, judgments, contract, "all"))
     else:
         # counted on the candidates alone, before any judgments join
         large = None if large_request is None else find_large_requests(
             candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
             large_request,
         )
-        per_request = score_by_collecting(rest, judgments, contract, large)
-        if scored_dense is not None:
-            per_request = scored_dense.unionByName(per_request)
+        per_request = score_by_collecting(rows, judgments, contract, large)
     # attributes join one row per request, before the rows multiply by K
     per_request = attach_attributes(per_request, candidates, attributes, contract)
     per_request = rows_per_k(per_request, contract)
@@ -128,6 +129,14 @@ def score_requests(
         *attributes.slices,
         F.lit(contract.fingerprint).alias("contract_fingerprint"),
     )
+
+
+def _dense_levels(contract: Contract, candidates: DataFrame, judgments: DataFrame | None) -> list[float] | None:
+    """The gains the dense plan counts the ideal over (:func:`ndcg_spark.scoring.dense.gain_levels`),
+    read from the grades when the contract does not declare them."""
+    grade = contract.columns.grade
+    grades = candidates if judgments is None else judgments
+    return dense.gain_levels(contract, grades.select(grade) if grade in grades.columns else None)
 
 
 def _groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:

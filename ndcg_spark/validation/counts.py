@@ -64,14 +64,18 @@ def _collect(parts: list[DataFrame]) -> RuleCounts:
     return counts
 
 
-def _candidate_counts(cands: DataFrame, cap: int | None) -> DataFrame:
-    """Rows read, row rules and ``too_many_candidates`` (rows per request list) of the candidates."""
+def _candidate_counts(cands: DataFrame, cap: int | None, repeats: Contract | None = None) -> DataFrame:
+    """Rows read, row rules and ``too_many_candidates`` (rows per request list) of the candidates;
+    with ``repeats`` (a contract), the repeat counts of :func:`_repeat_counts` in the same aggregation."""
     sums = _row_rule_sums(cands)
-    lists = cands.groupBy(*REQUEST_LIST).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums])
+    listed = _sorted_lists(repeats, F.col("__v_rid").isNotNull()) if repeats is not None else []
+    lists = cands.groupBy(*REQUEST_LIST).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *listed)
     items = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
     if cap is not None:
         too_many = F.col("__v_rid").isNotNull() & (F.col("__v_n") > cap)
         items.append(("rule:too_many_candidates", F.sum(F.when(too_many, F.col("__v_n")))))
+    if repeats is not None:
+        items += _repeat_items(repeats)
     return _count_row("candidates", lists, items)
 
 
@@ -107,17 +111,30 @@ def _rows_in_repeats(sorted_values: Column) -> Column:
     return F.size(F.filter(sorted_values, repeated))
 
 
+def _sorted_lists(contract: Contract, keep: Column) -> list[Column]:
+    """Each request list's doc ids and (under position order) valid positions, sorted: the rows
+    where ``keep`` holds."""
+    lists = [F.array_sort(F.collect_list(F.when(keep, F.col("__v_did")))).alias("__v_docs")]
+    if contract.order == "position":
+        valid = keep & valid_position()
+        lists.append(F.array_sort(F.collect_list(F.when(valid, F.col("__v_pos")))).alias("__v_positions"))
+    return lists
+
+
+def _repeat_items(contract: Contract) -> _Items:
+    """``doc_repeated`` and ``position_repeated`` from the lists of :func:`_sorted_lists`."""
+    items = [("rule:doc_repeated", F.sum(_rows_in_repeats(F.col("__v_docs"))))]
+    if contract.order == "position":
+        items.append(("rule:position_repeated", F.sum(_rows_in_repeats(F.col("__v_positions")))))
+    return items
+
+
 def _repeat_counts(cands: DataFrame, contract: Contract) -> DataFrame:
     """``doc_repeated`` and ``position_repeated`` from each request list's sorted doc ids and positions."""
-    by_position = contract.order == "position"
-    positions = F.array_sort(F.collect_list(F.when(valid_position(), F.col("__v_pos")))).alias("__v_positions")
     listed = cands.filter(F.col("__v_rid").isNotNull()).groupBy(*REQUEST_LIST).agg(
-        F.array_sort(F.collect_list("__v_did")).alias("__v_docs"), *([positions] if by_position else [])
+        *_sorted_lists(contract, F.lit(True))
     )
-    items = [("rule:doc_repeated", F.sum(_rows_in_repeats(F.col("__v_docs"))))]
-    if by_position:
-        items.append(("rule:position_repeated", F.sum(_rows_in_repeats(F.col("__v_positions")))))
-    return _count_row("candidates", listed, items)
+    return _count_row("candidates", listed, _repeat_items(contract))
 
 
 def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: ValidationSpec) -> RuleCounts:
@@ -126,10 +143,13 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
 
     Job 1 counts rows per request list (the skew guard), per judged (request, doc) and the row rules;
     job 2 — only when no request list is too long, so no list is ever held whole — collects each
-    list's doc ids and positions to count repeats.
+    list's doc ids and positions to count repeats. Without a skew guard
+    (``max_candidates_per_request: null``, as in the shell's check) there is nothing to wait for:
+    the lists are collected in job 1's aggregation, and that one job is all.
     """
     cands = rows["candidates"][1]
-    parts = [_candidate_counts(cands, spec.max_candidates_per_request)]
+    cap = spec.max_candidates_per_request
+    parts = [_candidate_counts(cands, cap, repeats=contract if cap is None else None)]
     if "judgments" in rows:
         parts.append(_judgment_counts(rows["judgments"][1]))
     if "attributes" in rows:
@@ -137,7 +157,7 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
         items = [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in _row_rule_sums(attrs)]
         parts.append(_count_row("attributes", attrs, items))
     counts = _collect(parts)
-    if counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0:
+    if cap is not None and counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0:
         counts.update(_collect([_repeat_counts(cands, contract)]))
     return counts
 
