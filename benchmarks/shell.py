@@ -8,7 +8,9 @@ adaptive execution on), the inputs read and cached before anything is timed::
 
 Each case is one call as a user types it, ending in an action (a mean, a collect, a count), timed
 from the call to the result; the figure is the best of ``--repeat`` runs, and ``jobs`` is the
-number of Spark jobs that call ran (its job group's, from the status tracker). The per-request
+number of Spark jobs that call ran (its job group's, from the status tracker); ``JVM CPU`` the
+CPU seconds the driver JVM (in ``local`` mode the executor too) spent on the best run, a figure
+the machine's other load disturbs far less than wall time. The per-request
 table the stage-2 cases read is stage 1's (four K, attributes), cached, as a shell user reads it
 from the warehouse. Figures of the last run: docs/benchmarks.md.
 """
@@ -64,6 +66,12 @@ def _load_inputs(spark, sample: Path) -> dict:
     return data
 
 
+def _jvm_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) the JVM ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", default=str(ROOT / "data" / "sample"))
@@ -86,19 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"inputs (cached): {', '.join(f'{k} {v:,}' for k, v in rows.items())}; load {os.getloadavg()[0]:.1f}",
           flush=True)
     tracker = spark.sparkContext.statusTracker()
+    jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     for name, call in _cases(spark, data).items():
         if args.only and args.only not in name:
             continue
-        times, jobs = [], []
+        times, cpu, jobs = [], [], []
         for attempt in range(args.repeat):
             group = f"shell-{attempt}-{time.time()}"
             spark.sparkContext.setJobGroup(group, name)
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), _jvm_cpu_seconds(jvm)
             call()
             times.append(time.perf_counter() - started)
+            cpu.append(_jvm_cpu_seconds(jvm) - cpu_before)
             jobs.append(len(tracker.getJobIdsForGroup(group)))
-        print(f"{name:<58} best {min(times):6.2f} s of {args.repeat} ({', '.join(f'{t:.2f}' for t in times)}); "
-              f"{jobs[-1]} Spark jobs; load {os.getloadavg()[0]:.1f}", flush=True)
+        best = times.index(min(times))
+        print(f"{name:<58} best {times[best]:6.2f} s of {args.repeat} ({', '.join(f'{t:.2f}' for t in times)}); "
+              f"JVM CPU {cpu[best]:.1f} s; {jobs[-1]} Spark jobs; load {os.getloadavg()[0]:.1f}", flush=True)
     spark.stop()
     return 0
 
