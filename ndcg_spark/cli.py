@@ -203,7 +203,8 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
     scored, aggregated, compared = outcome.scored, outcome.aggregated, outcome.compared
     lines = []
     if outcome.published is not None:
-        lines.append(f"run {outcome.run_id}: published ({outcome.published.describe()} says complete)")
+        lines.append(f"run {outcome.run_id}: published by attempt {outcome.attempt_id} "
+                     f"({outcome.published.describe()} says complete)")
     if scored is not None:
         lines += _scored_lines(scored)
     if aggregated is not None:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -52,6 +53,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_STALE_AFTER = dt.timedelta(minutes=DEFAULT_STALE_AFTER_MINUTES)
 #: a holder rewrites its heartbeat once this share of ``stale_after`` has passed since the last
 HEARTBEAT_SHARE = 0.1
+#: after writing ``running``, an attempt waits this share of the time its check and write took
+#: (at most MAX_SETTLE_SECONDS) before reading the row back: see :func:`acquire`
+SETTLE_SHARE = 1.5
+MAX_SETTLE_SECONDS = 10.0
 STATUS_COLUMNS = tuple(part.split()[0] for part in RUN_STATUS_SCHEMA.split(","))
 
 
@@ -82,9 +87,7 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
     """
     for tries_left in (2, 1, 0):
         try:
-            if not output_exists(spark, status):
-                return None
-            rows = read_run(spark, status, run_id, merge_schema=True).collect()
+            rows = _read_row(spark, status, run_id)
             break
         except Exception as exc:  # noqa: BLE001 - only a vanished file is retried
             if tries_left == 0 or missing_file(exc) is None:
@@ -92,8 +95,22 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
             time.sleep(0.5)
     if not rows:
         return None
-    found = [_complete(r.asDict()) for r in rows]
+    found = [_complete({**r.asDict(), "run_id": run_id}) for r in rows]
     return max(found, key=lambda r: r["updated_at"] or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
+
+
+def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
+    """The rows of the run's partition: a path table's ``run_id=…`` folder alone (no other run's
+    file is listed, and its own file's columns are the row's), a catalog table's rows of the run."""
+    if status.table is not None:
+        return read_run(spark, status, run_id).collect() if output_exists(spark, status) else []
+    folder = f"{status.path.rstrip('/')}/run_id={run_id}"
+    try:
+        return spark.read.option("header", True).format(status.format).load(folder).collect()
+    except AnalysisException as exc:
+        if any(word in str(exc) for word in ("PATH_NOT_FOUND", "does not exist", "UNABLE_TO_INFER_SCHEMA")):
+            return []
+        raise
 
 
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +146,14 @@ def acquire(
     take_over: bool = False,
 ) -> Lease:
     """Start an attempt at ``run_id``: refuse while another attempt is running it (not stale, no
-    ``take_over``), else write ``running`` and confirm that the row is this attempt's."""
+    ``take_over``), else write ``running`` and confirm that the row is this attempt's.
+
+    Two attempts that both read the row before either's ``running`` landed would both go on; so
+    before confirming, an attempt waits 1.5 times as long as its own read and write took (at most
+    10 s): a rival that passed its check in that window has written its row by then, the row shows
+    the later writer, and the earlier one stops here (LeaseLost) before writing any data.
+    """
+    began = time.monotonic()
     row = status_row(spark, status, run_id)
     if row is not None and row["status"] == RUNNING:
         beat = row["updated_at"]
@@ -146,7 +170,10 @@ def acquire(
     attempt = Attempt.start(spark, run_id)
     mark_run(spark, status, run_id, RUNNING, attempt=attempt)
     lease = Lease(spark, status, attempt, stale_after, utc_now())
-    lease.check()  # two attempts that passed the check together: the later write won
+    # Another attempt that read the row before this one's write landed writes its own within about
+    # the time this read and write took: wait that long, then the row says who won (the later write).
+    time.sleep(min((time.monotonic() - began) * SETTLE_SHARE, MAX_SETTLE_SECONDS))
+    lease.check()
     logger.debug("run %s: attempt %s holds the run", run_id, attempt.attempt_id)
     return lease
 

@@ -84,6 +84,8 @@ class RunOutcome:
     run_id: str
     #: the run-status table that says this run is complete (the commands that write stages)
     published: Source | None = None
+    #: the attempt that wrote and published the run (its id on the run-status row)
+    attempt_id: str | None = None
     #: stage 1 (``score``, ``run``)
     scored: StageResult | None = None
     #: the per-request table summarized per system x K (when stage 2 did not run)
@@ -193,8 +195,8 @@ def _published_stages(
                 lease.renew()
                 with step(spark, run_id, "trend"):
                     trended = trend_stage(spark, config, run_id)
-    outcome = RunOutcome(command, run_id, published=lease.status, scored=scored, aggregated=aggregated,
-                         trended=trended)
+    outcome = RunOutcome(command, run_id, published=lease.status, attempt_id=lease.attempt.attempt_id, scored=scored,
+                         aggregated=aggregated, trended=trended)
     with step(spark, run_id, "summary", level=logging.DEBUG):
         return _summary(spark, outcome)
 
