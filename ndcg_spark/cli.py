@@ -164,8 +164,9 @@ def _runs(args: argparse.Namespace, config, master_from_config: bool) -> int:
     from ndcg_spark.report.text import format_runs
 
     spark = _session(config, "ndcg-spark runs", master_from_config)
-    rows = recent_runs(spark, config.run_status(), last=args.last, only=FAILED if args.failed else None)
-    print(format_runs(rows, config.run_status().describe()))
+    only = FAILED if args.failed else None
+    rows = recent_runs(spark, config.run_status(), last=args.last, only=only)
+    print(format_runs(rows, config.run_status().describe(), only))
     return 0
 
 

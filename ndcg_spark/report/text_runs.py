@@ -32,11 +32,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def format_runs(rows: Sequence[Mapping[str, Any]], where: str) -> str:
-    """One line per run (its latest attempt), and the reason under a failed one."""
+def format_runs(rows: Sequence[Mapping[str, Any]], where: str, only: str | None = None) -> str:
+    """One line per run (its latest attempt), and the reason under a failed one; ``only``: the
+    status the rows were chosen by (``failed``), for the heading."""
+    kind = f"{only} runs" if only else "runs"
     if not rows:
-        return f"no run in {where} yet"
-    lines = [f"runs in {where}, most recently written first:",
+        return f"no {kind[:-1]} in {where}"
+    lines = [f"{kind} in {where}, most recently written first:",
              f"{'run':<20} {'status':<9} {'attempt':<13} {'started (UTC)':<17} {'ended (UTC)':<17} {'host':<13} "
              "Spark application"]
     for r in rows:
