@@ -133,6 +133,63 @@ def env(**extra: str) -> dict[str, str]:
 #: the console script in a child process; sys.argv[1:] are its arguments
 CLI = [sys.executable, "-c", "import sys; from ndcg_spark.cli import main; sys.exit(main(sys.argv[1:]))"]
 
+# The console script in a child process, with the per-request table's write broken on purpose:
+# every module of the package that bound the public ``ndcg_spark.score_requests`` gets a version
+# whose rows pass a Python UDF that, in partition 0, either stalls (``stall``: the test kills the
+# driver mid-write) or fails its first attempt (``flaky``: Spark retries it under local[2,3]).
+_INJECTED_CLI = '''
+import importlib, pathlib, pkgutil, sys, time
+from pyspark import TaskContext
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
+import ndcg_spark
+from ndcg_spark.cli import main
+
+mode, marker = sys.argv[1], pathlib.Path(sys.argv[2])
+original = ndcg_spark.score_requests
+
+def partition_zero(_):
+    ctx = TaskContext.get()
+    if ctx.partitionId() == 0:
+        if mode == "stall":
+            marker.write_text("writing")
+            time.sleep(600)
+        elif ctx.attemptNumber() == 0:
+            with open(marker, "a") as fh:
+                fh.write(f"stage {ctx.stageId()} task {ctx.taskAttemptId()} attempt 0 failed\\n")
+            raise RuntimeError("injected failure of a first task attempt")
+    return True
+
+broken = F.udf(partition_zero, BooleanType()).asNondeterministic()  # no session yet: no DDL string
+
+def score_requests(*args, **kwargs):
+    return original(*args, **kwargs).filter(broken(F.lit(1)))
+
+for info in pkgutil.walk_packages(ndcg_spark.__path__, "ndcg_spark."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+patched = 0
+for name, module in list(sys.modules.items()):
+    if name.startswith("ndcg_spark"):
+        for attr, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attr, score_requests)
+                patched += 1
+assert patched, "nothing bound ndcg_spark.score_requests"
+status = main(sys.argv[3:])
+print("UNEXPECTED: finished" if mode == "stall" else f"exit {status}")
+sys.exit(status)
+'''
+
+
+
+
+def injected_cli(tmp_path: Path, mode: str, marker: Path, *args: str) -> list[str]:
+    script = tmp_path / "injected_cli.py"
+    script.write_text(_INJECTED_CLI, encoding="utf-8")
+    return [sys.executable, str(script), mode, str(marker), *args]
+
+
 # The console script with one function of the package stalled on its way in: ``stall`` sleeps
 # (the test kills the driver), ``hold`` waits for the file <marker>.release (the test lets it go).
 # The marker file says the function was reached.

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,63 +177,6 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
     _as_clean(spark, night)
 
 
-# The console script in a child process, with the per-request table's write broken on purpose:
-# every module of the package that bound the public ``ndcg_spark.score_requests`` gets a version
-# whose rows pass a Python UDF that, in partition 0, either stalls (``stall``: the test kills the
-# driver mid-write) or fails its first attempt (``flaky``: Spark retries it under local[2,3]).
-_INJECTED_CLI = '''
-import importlib, pathlib, pkgutil, sys, time
-from pyspark import TaskContext
-from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType
-import ndcg_spark
-from ndcg_spark.cli import main
-
-mode, marker = sys.argv[1], pathlib.Path(sys.argv[2])
-original = ndcg_spark.score_requests
-
-def partition_zero(_):
-    ctx = TaskContext.get()
-    if ctx.partitionId() == 0:
-        if mode == "stall":
-            marker.write_text("writing")
-            time.sleep(600)
-        elif ctx.attemptNumber() == 0:
-            with open(marker, "a") as fh:
-                fh.write(f"stage {ctx.stageId()} task {ctx.taskAttemptId()} attempt 0 failed\\n")
-            raise RuntimeError("injected failure of a first task attempt")
-    return True
-
-broken = F.udf(partition_zero, BooleanType()).asNondeterministic()  # no session yet: no DDL string
-
-def score_requests(*args, **kwargs):
-    return original(*args, **kwargs).filter(broken(F.lit(1)))
-
-for info in pkgutil.walk_packages(ndcg_spark.__path__, "ndcg_spark."):
-    if not info.name.endswith("__main__"):
-        importlib.import_module(info.name)
-patched = 0
-for name, module in list(sys.modules.items()):
-    if name.startswith("ndcg_spark"):
-        for attr, value in list(vars(module).items()):
-            if value is original:
-                setattr(module, attr, score_requests)
-                patched += 1
-assert patched, "nothing bound ndcg_spark.score_requests"
-status = main(sys.argv[3:])
-print("UNEXPECTED: finished" if mode == "stall" else f"exit {status}")
-sys.exit(status)
-'''
-
-
-
-
-def _injected_cli(tmp_path: Path, mode: str, marker: Path, *args: str) -> list[str]:
-    script = tmp_path / "injected_cli.py"
-    script.write_text(_INJECTED_CLI, encoding="utf-8")
-    return [sys.executable, str(script), mode, str(marker), *args]
-
-
 # ----------------------------------------------------------------------------------- a killed driver
 @pytest.mark.slow
 def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spark, sample_dir, night, tmp_path, capsys):
@@ -243,8 +185,8 @@ def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spa
     killed = faults.write_config(night.root / "conf" / "killed.yaml", sample_dir, PATH_OUTPUTS,
                                  conf={"spark.sql.adaptive.coalescePartitions.enabled": "false"})
     marker, log = tmp_path / "writing", tmp_path / "driver.log"
-    proc = faults.spawn(_injected_cli(tmp_path, "stall", marker, "score", "--config", str(killed), "--run-id", "night-2"),
-                        log, env=faults.env(), cwd=tmp_path)
+    cmd = faults.injected_cli(tmp_path, "stall", marker, "score", "--config", str(killed), "--run-id", "night-2")
+    proc = faults.spawn(cmd, log, env=faults.env(), cwd=tmp_path)
     try:
         _killed_at(proc, marker, log, "the per-request write to start")
         # mid-write: the job's staging folder exists and the other task's file is in it
@@ -322,7 +264,7 @@ def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(s
     marker, log = tmp_path / "failures", tmp_path / "job.log"
     proc = None
     try:
-        proc = faults.spawn(_injected_cli(tmp_path, "flaky", marker, "score", "--config", str(config),
+        proc = faults.spawn(faults.injected_cli(tmp_path, "flaky", marker, "score", "--config", str(config),
                                           "--run-id", "night-2"), log, env=faults.env(), cwd=tmp_path)
         proc.wait(timeout=400)
     finally:

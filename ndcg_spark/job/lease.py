@@ -131,7 +131,7 @@ def _utc(value: Any) -> dt.datetime | None:
 
 
 def _when(value: dt.datetime | None) -> str:
-    return "an unknown time" if value is None else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+    return "(unknown)" if value is None else f"{value:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def describe_attempt(row: dict[str, Any]) -> str:
