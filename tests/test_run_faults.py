@@ -172,6 +172,9 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
     assert main(["runs", "--config", str(night.config), "--failed"]) == 0
     listed = capsys.readouterr().out
     assert re.search(rf"night-2 +failed +{failed['attempt_id']} ", listed) and "night-1" not in listed
+    assert main(["report", "--config", str(night.config), "--run-id", "night-2"]) == 0  # its page says why
+    page = (night.root / "reports" / "night-2" / "report.html").read_text(encoding="utf-8")
+    assert "This run is not published" in page and "Its last attempt failed at " in page
 
     assert main(["run", "--config", str(night.config), "--run-id", "night-2"]) == 0  # failed: no take-over needed
     _as_clean(spark, night)
