@@ -37,9 +37,14 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--debug", action="store_true", help="show the full trace on failure")
         return p
 
-    with_config("score", "stage 1: write the per-request table")
-    with_config("run", "the nightly job: stage 1, then stage 2 when outputs.aggregate is set (and the report)")
-    with_config("aggregate", "stage 2: aggregate a scored run (means, intervals, slices, audit, run metadata)")
+    writers = [
+        with_config("score", "stage 1: write the per-request table"),
+        with_config("run", "the nightly job: stage 1, then stage 2 when outputs.aggregate is set (and the report)"),
+        with_config("aggregate", "stage 2: aggregate a scored run (means, intervals, slices, audit, run metadata)"),
+    ]
+    for p in writers:
+        p.add_argument("--take-over", action="store_true",
+                       help="start although the run-status table says another attempt is running this run (it is dead)")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
@@ -48,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     window.add_argument("--last", type=int, help="the last N published runs (default: the YAML's trend.last, else all)")
     window.add_argument("--since", help="the runs whose run id is >= SINCE (e.g. 2026-11-01)")
     trend.add_argument("--debug", action="store_true", help="show the full trace on failure")
+    runs = sub.add_parser("runs", help="the last runs' status rows: attempt, start, end, Spark application, failure reason")
+    runs.add_argument("--config", required=True, help="job YAML (see conf/)")
+    runs.add_argument("--last", type=int, default=10, help="how many runs, most recently written first (default 10)")
+    runs.add_argument("--failed", action="store_true", help="only the runs whose last attempt failed")
+    runs.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
@@ -100,16 +110,9 @@ def _progress_on_stderr(*, debug: bool) -> Iterator[None]:
 
 
 def _explain(exc: BaseException) -> str:
-    from ndcg_spark.errors import NdcgError, describe_spark_error
+    from ndcg_spark.errors import one_paragraph
 
-    if isinstance(exc, NdcgError):
-        return str(exc)
-    spark_text = describe_spark_error(exc)
-    if spark_text is not None:
-        return f"Spark failed: {spark_text}\n(run again with --debug for the full trace)"
-    text = str(exc).strip().splitlines()
-    head = text[0] if text else type(exc).__name__
-    return f"{type(exc).__name__}: {head}\n(run again with --debug for the full trace)"
+    return one_paragraph(exc)
 
 
 def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
@@ -121,10 +124,13 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     config = JobConfig.from_yaml(args.config)
     if args.command == "trend":
         return _trend(args, config, master_from_config)
+    if args.command == "runs":
+        return _runs(args, config, master_from_config)
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config)
     # the stages' lines are printed as soon as the stages are done, before the report is written
-    outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)))
+    outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)),
+                      take_over=getattr(args, "take_over", False))
     _print(_report_lines(outcome.report))
     return 0
 
@@ -149,6 +155,18 @@ def _trend(args: argparse.Namespace, config, master_from_config: bool) -> int:
     spark = _session(config, "ndcg-spark trend", master_from_config)
     rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
     print(format_trend([r.asDict() for r in rows]))
+    return 0
+
+
+def _runs(args: argparse.Namespace, config, master_from_config: bool) -> int:
+    from ndcg_spark.job.lease import recent_runs
+    from ndcg_spark.job.publish import FAILED
+    from ndcg_spark.report.text import format_runs
+
+    spark = _session(config, "ndcg-spark runs", master_from_config)
+    only = FAILED if args.failed else None
+    rows = recent_runs(spark, config.run_status(), last=args.last, only=only)
+    print(format_runs(rows, config.run_status().describe(), only))
     return 0
 
 
@@ -186,7 +204,8 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
     scored, aggregated, compared = outcome.scored, outcome.aggregated, outcome.compared
     lines = []
     if outcome.published is not None:
-        lines.append(f"run {outcome.run_id}: published ({outcome.published.describe()} says complete)")
+        lines.append(f"run {outcome.run_id}: published by attempt {outcome.attempt_id} "
+                     f"({outcome.published.describe()} says complete)")
     if scored is not None:
         lines += _scored_lines(scored)
     if aggregated is not None:

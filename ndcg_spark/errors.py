@@ -6,6 +6,7 @@ them into one readable paragraph and a non-zero exit instead of a stack trace.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +50,75 @@ class ValidationError(InputError):
         self.rule = rule
         self.counts = dict(counts or {rule: 0})
         super().__init__(message)
+
+
+class RunInProgress(NdcgError):
+    """Another attempt of the run holds it: its run-status row says ``running`` and is not stale
+    (:mod:`ndcg_spark.job.lease`). Nothing was written; the message names that attempt."""
+
+
+class LeaseLost(NdcgError):
+    """This attempt no longer holds its run: another attempt's id is on the run-status row. The
+    attempt stops without publishing and without recording a failure (the row is the other's)."""
+
+
+class FileVanished(NdcgError):
+    """A file Spark had listed was gone when a task read it: the table it belongs to was replaced
+    or deleted while the run read it. ``path`` is the file."""
+
+    def __init__(self, message: str, path: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class OutputChanged(FileVanished):
+    """A file of one of the run's own output partitions vanished while this attempt read it."""
+
+
+#: how Spark and Hadoop name a file that was listed and then not found
+_MISSING_FILE = (
+    re.compile(r"FileNotFoundException: (?:File )?(\S+?)(?: does not exist|\s|$)"),
+    re.compile(r"FILE_NOT_EXIST\]\s*Error while reading file (\S+?)\.?(?:\s|$)"),
+)
+
+
+def missing_file(exc: BaseException) -> str | None:
+    """The path of the file whose absence caused ``exc`` (a Spark, Py4J or Java error, or one of
+    their causes), or None when ``exc`` is about something else.
+
+    >>> missing_file(RuntimeError("java.io.FileNotFoundException: File file:/w/per_request/run_id=a/p.parquet does not exist"))
+    'file:/w/per_request/run_id=a/p.parquet'
+    >>> missing_file(RuntimeError("[FAILED_READ_FILE.FILE_NOT_EXIST] Error while reading file file:/w/p.parquet. File does not exist."))
+    'file:/w/p.parquet'
+    >>> missing_file(ValueError("bad grade")) is None
+    True
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, FileVanished):
+            return exc.path
+        for text in (str(exc), describe_spark_error(exc) or ""):
+            for pattern in _MISSING_FILE:
+                found = pattern.search(text)
+                if found:
+                    return found.group(1)
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def one_paragraph(exc: BaseException) -> str:
+    """What the console script prints for ``exc`` (and what a failed run-status row records): a
+    deliberate error's message, else Spark's first line or the exception's, with the hint to run
+    again with ``--debug``."""
+    if isinstance(exc, NdcgError):
+        return str(exc)
+    spark_text = describe_spark_error(exc)
+    if spark_text is not None:
+        return f"Spark failed: {spark_text}\n(run again with --debug for the full trace)"
+    text = str(exc).strip().splitlines()
+    head = text[0] if text else type(exc).__name__
+    return f"{type(exc).__name__}: {head}\n(run again with --debug for the full trace)"
 
 
 def describe_spark_error(exc: BaseException) -> str | None:
@@ -120,7 +190,9 @@ def spark_errors_as_input_errors(what: str) -> Iterator[None]:
     """Turn Spark/Py4J errors raised inside the block into :class:`InputError` (one clear line).
 
     ``with spark_errors_as_input_errors("stage 1"): ...`` — deliberate :class:`NdcgError` s pass
-    through unchanged; the original error stays chained, so ``--debug`` shows its trace.
+    through unchanged; the original error stays chained, so ``--debug`` shows its trace. A file
+    that vanished while Spark read it is no fault of the input's columns: it becomes
+    :class:`FileVanished`, which says so (the publishing bracket tells a run's own outputs apart).
     """
     try:
         yield
@@ -130,6 +202,14 @@ def spark_errors_as_input_errors(what: str) -> Iterator[None]:
         text = describe_spark_error(exc)
         if text is None:
             raise
+        path = missing_file(exc)
+        if path is not None:
+            raise FileVanished(
+                f"{what}: the file {path} was listed by Spark and gone when a task read it: the table it "
+                "belongs to was replaced or deleted while this run read it (by another run or process "
+                "writing there). Re-run when nothing else writes it (run again with --debug for the full trace).",
+                path,
+            ) from exc
         raise InputError(
             f"{what}: Spark could not process the input: {text}. Check the input tables and the columns "
             "named in the config (run again with --debug for the full trace)."

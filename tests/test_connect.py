@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -71,7 +72,7 @@ def test_console_script_runs_a_night_over_a_local_connect_server(tmp_path):
     run = _console("run", "--config", str(config), "--run-id", "c1", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "CANNOT_CONFIGURE_SPARK_CONNECT_MASTER" not in run.stderr
-    assert f"run c1: published (parquet {tmp_path}/out/run_status says complete)" in run.stdout
+    assert re.search(rf"run c1: published by attempt [0-9a-f]{{12}} \(parquet {re.escape(str(tmp_path))}/out/run_status says complete\)", run.stdout)
     for name in ("score", "aggregate", "publish", "report"):
         assert f"run c1: step {name} done in " in run.stderr, run.stderr[-2000:]
     per_request = pq.read_table(tmp_path / "out" / "per_request").to_pylist()

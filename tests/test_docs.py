@@ -298,6 +298,8 @@ def _check_sections(config, section: dict) -> None:
         config.aggregate_spec()
     if "trend" in section:
         config.trend_spec()
+    if "publishing" in section:
+        config.stale_after()
 
 
 YAML_BLOCKS = [b for p in PAGES for b in blocks(p, "yaml")]

@@ -561,7 +561,7 @@ def test_default_run_status_is_the_per_request_tables_database_run_status(spark,
     status, out, err = _cli(capsys, "score", "--config", catalog_job(database, CANDS), "--run-id", "n1")
     assert status == 0, err
     assert spark.catalog.databaseExists(database)  # created on first use
-    assert f"run n1: published (table {database}.run_status says complete)" in out
+    assert re.search(rf"run n1: published by attempt [0-9a-f]{{12}} \(table {database}.run_status says complete\)", out)
     rows = spark.read.table(f"{database}.run_status").collect()
     assert [(r.run_id, r.status, r.code_version) for r in rows] == [("n1", "complete", ndcg_spark.__version__)]
     assert spark.read.table(f"{database}.per_request").count() == len(REQUESTS) * 2

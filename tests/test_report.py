@@ -125,6 +125,16 @@ def test_render_tolerates_missing_sections():
     assert "This run is not published" in render_html({"run_id": "r1", "run_status": "running"})
 
 
+def test_the_page_of_a_failed_run_says_when_and_why():
+    import datetime as dt
+
+    failure = {"reason": "stage 2: <disk> full\n(run again with --debug for the full trace)",
+               "ended_at": dt.datetime(2026, 12, 1, 2, 13)}
+    page = render_html({"run_id": "r1", "run_status": "failed", "run_failure": failure})
+    assert "This run is not published" in page
+    assert "Its last attempt failed at 2026-12-01 02:13 UTC: stage 2: &lt;disk&gt; full (run again with --debug" in page
+
+
 def test_page_forbids_everything_but_its_inline_styles(data):
     page = render_html(data)
     csp = "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"

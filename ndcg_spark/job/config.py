@@ -52,7 +52,10 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails")
+#: ``publishing.stale_after_minutes`` when the YAML does not say: longer than any step of a night
+DEFAULT_STALE_AFTER_MINUTES = 360
+
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "trend",
             "guardrails", "report_dir"}
@@ -260,6 +263,19 @@ class JobConfig:
             return Source(table=".".join([*parts[:-1], "run_status"]))
         parent = self.per_request.path.rstrip("/").rsplit("/", 1)[0]
         return Source(path=f"{parent}/run_status")
+
+    def stale_after(self) -> dt.timedelta:
+        """How long a ``running`` attempt of a run holds it without a heartbeat before another attempt
+        may take it over (:mod:`ndcg_spark.job.lease`): ``publishing.stale_after_minutes``, default 360.
+
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
+        ...                      "publishing": {"stale_after_minutes": 90}}).stale_after()
+        datetime.timedelta(seconds=5400)
+        """
+        section = require_mapping(self.section("publishing"), "publishing", {"stale_after_minutes"})
+        minutes = require_int(section.get("stale_after_minutes", DEFAULT_STALE_AFTER_MINUTES),
+                              "publishing.stale_after_minutes", minimum=1)
+        return dt.timedelta(minutes=minutes)
 
     def validation(self) -> tuple[ValidationSpec, Source | None]:
         """The ``validation:`` section as a :class:`~ndcg_spark.config.validation_spec.ValidationSpec`,

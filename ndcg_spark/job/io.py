@@ -103,12 +103,16 @@ def _write_table(df: DataFrame, target: Source, partition_by: tuple[str, ...]) -
         )
 
 
-def read_run(spark: SparkSession, target: Source, run_id: str | None = None) -> DataFrame:
-    """Read an output written by :func:`write_run_partitioned`, optionally one run only."""
+def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, merge_schema: bool = False) -> DataFrame:
+    """Read an output written by :func:`write_run_partitioned`, optionally one run only.
+
+    ``merge_schema``: a path table's columns are those of all its files (the runs written by an
+    older version lack the newer columns: null there), not those of whichever file Spark reads first.
+    """
     if target.table is not None:
         df = spark.read.table(target.table)
     else:
-        reader = spark.read.option("basePath", target.path)
+        reader = spark.read.option("basePath", target.path).option("mergeSchema", merge_schema)
         df = reader.option("header", True).format(target.format).load(target.path)
         df = df.withColumn("run_id", F.col("run_id").cast("string"))
     return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))

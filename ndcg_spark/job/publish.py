@@ -5,10 +5,12 @@ previous night is never deleted. That alone does not stop a reader from seeing *
 driver killed while the per-request table is being committed, or between the per-request and the
 aggregate write, leaves some of the run's partitions on disk. So every run goes through
 
-1. :func:`mark_run` ``status = 'running'`` — written *first*; a re-run of a published run id
-   hides the old copy of that run while it is being replaced;
-2. the data writes (every stage);
-3. :func:`mark_run` ``status = 'complete'`` — written *last*, one row.
+1. ``status = 'running'`` — written *first*, by the attempt that takes the run's lease
+   (:func:`~ndcg_spark.job.lease.acquire`: refused while another attempt is running it); a re-run of
+   a published run id hides the old copy of that run while it is being replaced;
+2. the data writes (every stage), the lease checked at every step boundary;
+3. ``status = 'complete'`` — written *last*, one row, only by the attempt that still holds the run;
+   or ``failed`` with the reason, when the job catches a failure.
 
 Readers go through :func:`read_published` (or the SQL in docs/operations.md), which keeps only the runs
 whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
@@ -24,46 +26,93 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.errors import InputError, LeaseLost
 from ndcg_spark.job.config import Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ndcg_spark.job.lease import Attempt, Lease
 
 RUNNING = "running"
 COMPLETE = "complete"
-RUN_STATUS_SCHEMA = "run_id string, status string, updated_at timestamp, code_version string"
+FAILED = "failed"
+RUN_STATUS_SCHEMA = (
+    "run_id string, status string, updated_at timestamp, code_version string, attempt_id string, "
+    "started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
+)
+#: the columns a run-status table of ndcg-spark before attempts lacks (docs/tables.md: migrating)
+ATTEMPT_COLUMNS = "attempt_id string, started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
 
 
-def mark_run(spark: SparkSession, target: Source, run_id: str, status: str) -> None:
-    """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched)."""
+def mark_run(
+    spark: SparkSession, target: Source, run_id: str, status: str, *, attempt: Attempt | None = None,
+    reason: str | None = None,
+) -> None:
+    """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched).
+
+    ``attempt`` is the attempt writing it (its id, start, host and Spark application; None: by
+    hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``.
+    """
     from ndcg_spark import __version__
     from ndcg_spark.job.io import write_run_partitioned
 
+    now = dt.datetime.now(dt.timezone.utc)
+    ended = now if status in (COMPLETE, FAILED) else None
+    who = (attempt.attempt_id, attempt.started_at, attempt.app_id, attempt.host) if attempt else (None,) * 4
     row = spark.createDataFrame(
-        [(run_id, status, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), __version__)], RUN_STATUS_SCHEMA
+        [(run_id, status, now, __version__, who[0], who[1], ended, who[2], who[3], reason)], RUN_STATUS_SCHEMA
     )
-    write_run_partitioned(row.coalesce(1), target)
+    try:
+        write_run_partitioned(row.coalesce(1), target)
+    except InputError as exc:
+        if target.table is None or "columns differ" not in str(exc):
+            raise
+        raise InputError(
+            f"{exc}. A run-status table written before runs had attempts lacks their columns: "
+            f"ALTER TABLE {target.table} ADD COLUMNS ({ATTEMPT_COLUMNS}) migrates it (docs/tables.md)"
+        ) from None
 
 
 @contextlib.contextmanager
-def publishing(spark: SparkSession, status: Source, run_id: str) -> Iterator[Source]:
-    """Bracket a run's writes: ``running`` before, ``complete`` after — only if the block succeeded::
+def publishing(
+    spark: SparkSession, status: Source, run_id: str, *, stale_after: dt.timedelta | None = None,
+    take_over: bool = False, outputs: Sequence[Source] = (),
+) -> Iterator[Lease]:
+    """Bracket a run's writes: take the run's lease (``running``), ``complete`` after — only if the
+    block succeeded and this attempt still holds the run::
 
-        with publishing(spark, config.run_status(), run_id):
+        with publishing(spark, config.run_status(), run_id) as lease:
             score_stage(spark, config, run_id)
-            ...  # every later stage of the run
+            lease.renew()   # at a step boundary: still ours? (else LeaseLost) and a heartbeat
+            ...             # every later stage of the run
 
-    ``status`` is the run-status table; the block gets it back (to say where the run was published).
+    ``stale_after`` and ``take_over`` are :func:`~ndcg_spark.job.lease.acquire`'s. A failure in the
+    block is recorded (``failed``, with its one-paragraph reason) while the attempt holds the run,
+    then raised — as the honest error when a file of one of ``outputs`` (the run's own tables)
+    vanished or another attempt took the run (:meth:`~ndcg_spark.job.lease.Lease.fail`). The block
+    gets the :class:`~ndcg_spark.job.lease.Lease` (``lease.status`` says where the run is published).
     """
+    from ndcg_spark.job.lease import DEFAULT_STALE_AFTER, acquire
     from ndcg_spark.job.steps import step
 
     with step(spark, run_id, "unpublish", level=logging.DEBUG):
-        mark_run(spark, status, run_id, RUNNING)
-    yield status
+        lease = acquire(spark, status, run_id, stale_after=stale_after or DEFAULT_STALE_AFTER, take_over=take_over)
+    try:
+        yield lease
+    except LeaseLost:
+        raise
+    except (Exception, KeyboardInterrupt) as exc:
+        error = lease.fail(exc, outputs)
+        if error is exc:
+            raise
+        raise error from exc
     with step(spark, run_id, "publish"):
-        mark_run(spark, status, run_id, COMPLETE)
+        lease.publish()
 
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:

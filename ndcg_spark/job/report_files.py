@@ -50,8 +50,10 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
     if not output_exists(spark, aggregate):
         raise InputError(f"report: no aggregate table at {aggregate.describe()}; run stage 2 first (ndcg-spark run)")
 
-    def written(target: Source | None):
-        return read_run(spark, target, run_id) if target is not None and output_exists(spark, target) else None
+    def written(target: Source | None, merge_schema: bool = False):
+        if target is None or not output_exists(spark, target):
+            return None
+        return read_run(spark, target, run_id, merge_schema=merge_schema)
 
     return ReportSources(
         aggregate=read_run(spark, aggregate, run_id),
@@ -60,7 +62,7 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         run_metadata=written(config.output("run_metadata")),
         comparison=written(config.output("comparison")),
         guardrails=written(config.output("guardrails")),
-        run_status=written(config.run_status()),
+        run_status=written(config.run_status(), merge_schema=True),  # rows of older versions lack the reason
         trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),
     )

@@ -6,9 +6,11 @@
    tables) before anything is scored or unpublished; under ``aggregate``, that the run was
    scored (under this contract); under ``compare``, the ``report:`` section and folder and the
    ``guardrails:`` section before the comparison is written;
-2. **the publishing bracket** (:func:`~ndcg_spark.job.publish.publishing`): the run-status row
-   says ``running`` first and ``complete`` last, around stage 1 (``score``, ``run``) and stage 2
-   (``aggregate``, and ``run`` when the job has ``outputs.aggregate``);
+2. **the publishing bracket** (:func:`~ndcg_spark.job.publish.publishing`): the attempt takes the
+   run's lease (refused while another attempt is running it; :mod:`ndcg_spark.job.lease`), the
+   run-status row says ``running`` first and ``complete`` last (``failed`` with the reason when a
+   stage fails), around stage 1 (``score``, ``run``) and stage 2 (``aggregate``, and ``run`` when
+   the job has ``outputs.aggregate``), the lease checked at every step boundary;
 3. **the comparison** (``compare``: published runs only, so outside the bracket), then the
    guardrails of the same two systems when the job declares ``guardrails:``;
 4. **the report** (``run`` and ``compare`` when the job has an aggregate table; ``report`` always).
@@ -82,6 +84,8 @@ class RunOutcome:
     run_id: str
     #: the run-status table that says this run is complete (the commands that write stages)
     published: Source | None = None
+    #: the attempt that wrote and published the run (its id on the run-status row)
+    attempt_id: str | None = None
     #: stage 1 (``score``, ``run``)
     scored: StageResult | None = None
     #: the per-request table summarized per system x K (when stage 2 did not run)
@@ -110,6 +114,7 @@ def run_job(
     run_id: str,
     *,
     before_report: Callable[[RunOutcome], None] | None = None,
+    take_over: bool = False,
 ) -> RunOutcome:
     """Run ``command`` (one of :data:`COMMANDS`) of the job ``config`` for ``run_id``.
 
@@ -147,7 +152,7 @@ def run_job(
     elif command == "report":
         outcome = RunOutcome(command, run_id)
     else:
-        outcome = _published_stages(spark, config, command, run_id, stage2=stage2)
+        outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over)
     if before_report is not None:
         before_report(outcome)
     return replace(outcome, report=_report(spark, config, command, run_id))
@@ -169,24 +174,37 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
         report_dir(config)
 
 
-def _published_stages(spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool) -> RunOutcome:
-    """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, then
-    the rows of the closing summary read back from what was written."""
+def _published_stages(
+    spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool, take_over: bool
+) -> RunOutcome:
+    """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, the
+    lease renewed before each step, then the rows of the closing summary read back."""
     scored = aggregated = trended = None
-    with publishing(spark, config.run_status(), run_id) as status:  # 'running' first, 'complete' written last
-        if command != "aggregate":
+    bracket = publishing(spark, config.run_status(), run_id, stale_after=config.stale_after(), take_over=take_over,
+                         outputs=_outputs(config))
+    with bracket as lease:  # 'running' first, 'complete' written last, by the attempt holding the run
+        if command != "aggregate":  # the lease was just taken: no check needed before stage 1
             with step(spark, run_id, "score"):
                 scored = score_stage(spark, config, run_id)
         if stage2:
             counts = scored.metadata_counts() if scored is not None else {}
+            lease.renew()
             with step(spark, run_id, "aggregate"):
                 aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
             if config.output("trend") is not None:
+                lease.renew()
                 with step(spark, run_id, "trend"):
                     trended = trend_stage(spark, config, run_id)
-    outcome = RunOutcome(command, run_id, published=status, scored=scored, aggregated=aggregated, trended=trended)
+    outcome = RunOutcome(command, run_id, published=lease.status, attempt_id=lease.attempt.attempt_id, scored=scored,
+                         aggregated=aggregated, trended=trended)
     with step(spark, run_id, "summary", level=logging.DEBUG):
         return _summary(spark, outcome)
+
+
+def _outputs(config: JobConfig) -> tuple[Source, ...]:
+    """The tables a run writes inside the bracket (a file of theirs that vanishes is the run's own)."""
+    names = ("quarantine", "aggregate", "audit", "run_metadata", "trend")
+    return tuple(s for s in (config.per_request, *map(config.output, names), config.run_status()) if s is not None)
 
 
 def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:

@@ -33,6 +33,17 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def application_id(spark: SparkSession) -> str | None:
+    """The Spark application id of the session's driver (``local-…``, ``app-…``, ``application_…``),
+    or None when the session does not say (a Spark Connect server may keep it to itself)."""
+    if not is_connect(spark):
+        return spark.sparkContext.applicationId
+    try:
+        return spark.conf.get("spark.app.id", None)
+    except Exception:  # noqa: BLE001 - a server that refuses the read: the id is just unknown
+        return None
+
+
 def build_session(
     master: str | None = "local[*]",
     app_name: str = "ndcg-spark",

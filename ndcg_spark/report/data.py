@@ -146,8 +146,11 @@ def collect_report_data(
     hist = _rows(histograms(sources.per_request, spec.bins))
     data: dict[str, Any] = {"run_id": run_id}
     if sources.run_status is not None:
-        statuses = sources.run_status.select("status").collect()
+        wanted = [c for c in ("status", "reason", "ended_at") if c in sources.run_status.columns]
+        statuses = sources.run_status.select(*wanted).collect()
         data["run_status"] = statuses[0]["status"] if statuses else None
+        if statuses and statuses[0]["status"] == "failed":
+            data["run_failure"] = {c: statuses[0][c] for c in wanted if c != "status"}
     return data | {
         "bins": spec.bins,
         "chart_k": spec.k,

@@ -75,7 +75,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         (rows of :func:`~ndcg_spark.report.data.histograms`); ``metadata`` (the run-metadata row or
         None); optional ``trend`` (trend rows of the overall slice for the last runs: the trend
         charts and, on the first screen, the change from the previous comparable night),
-        ``run_status`` (a notice unless ``complete``; leave the key out when unknown), ``guardrails``
+        ``run_status`` (a notice unless ``complete``; leave the key out when unknown; a ``failed``
+        run's ``run_failure``: its ``reason`` and ``ended_at``), ``guardrails``
         (guardrail table rows: their section, and their verdict on the first screen), ``bins``,
         ``chart_k``, ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections
         are left out.
@@ -120,12 +121,22 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
            ("contract", "Contract & accounting")] if aggs else [*guardrails, ("contract", "Contract & accounting")]
     out.append("<p>" + " · ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t in nav) + "</p>")
     if "run_status" in data and data.get("run_status") != "complete":
-        status = data.get("run_status")
-        out.append("<div class='notice' role='alert'><h3>⚠ This run is not published</h3><p>Its run-status row "
-                   + (f"says <b>{escape(status)}</b>" if status else "is missing")
-                   + ": the run was still being written, failed before it was published, or its stages were "
-                   "run by hand. Its tables may be partial; nightly readers do not see it.</p></div>")
+        out.append(_not_published(data.get("run_status"), data.get("run_failure") or {}))
     return out
+
+
+def _not_published(status: str | None, failure: Mapping[str, Any]) -> str:
+    """The notice on the page of a run whose status row does not say ``complete`` (a failed one: why)."""
+    if status == "failed":
+        ended = failure.get("ended_at")
+        when = f" at {ended:%Y-%m-%d %H:%M} UTC" if hasattr(ended, "strftime") else ""
+        why = f"<p>Its last attempt failed{when}: {escape(' '.join(str(failure.get('reason') or 'no reason recorded').split()))}</p>"
+    else:
+        why = ("<p>Its run-status row " + (f"says <b>{escape(status)}</b>" if status else "is missing")
+               + ": the run was still being written, its driver died before it was published, or its stages were "
+               "run by hand.</p>")
+    return ("<div class='notice' role='alert'><h3>⚠ This run is not published</h3>" + why
+            + "<p>Its tables may be partial; nightly readers do not see it.</p></div>")
 
 
 def render_pages(data: Mapping[str, Any]) -> dict[str, str]:

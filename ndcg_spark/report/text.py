@@ -3,7 +3,8 @@
 ``ndcg-spark score`` ends with :func:`per_request_summary`, ``run`` and ``aggregate`` with
 :func:`aggregate_written`, :func:`aggregate_summary` and :func:`night_over_night`, ``compare``
 with :func:`format_comparison` and :func:`format_guardrails` (from
-:mod:`ndcg_spark.report.text_guardrails`), ``trend`` with :func:`format_trend`. The rows are plain mappings (``Row.asDict()``), so every summary can
+:mod:`ndcg_spark.report.text_guardrails`), ``trend`` with :func:`format_trend`, ``runs`` with
+:func:`format_runs` (:mod:`ndcg_spark.report.text_runs`). The rows are plain mappings (``Row.asDict()``), so every summary can
 be checked without a session.
 
 Examples
@@ -27,9 +28,10 @@ from typing import Any
 
 from ndcg_spark.report.format import OVERALL
 from ndcg_spark.report.text_guardrails import format_guardrails
+from ndcg_spark.report.text_runs import format_runs
 
-__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "format_guardrails", "format_trend",
-           "night_over_night", "per_request_summary"]
+__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "format_guardrails", "format_runs",
+           "format_trend", "night_over_night", "per_request_summary"]
 
 Rows = Sequence[Mapping[str, Any]]
 
