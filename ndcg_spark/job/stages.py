@@ -95,6 +95,7 @@ def _score_stage(
         pool_version=config.pool_version,
         run_id=run_id,
     )
+    cached: list[DataFrame] = []
     try:
         per_request = score_requests(
             validated.candidates,
@@ -107,6 +108,7 @@ def _score_stage(
             # the skew guard already kept every larger request out: no need to look for them
             large_request=None if _guarded(spec) else LARGE_REQUEST,
             validate=False,  # validate_inputs just checked them, under the declared handling
+            cache_handles=cached,  # released below, once the table is written
         )
         if quarantine_target is not None:
             if validated.quarantine is not None and validated.accounting.rows_quarantined:
@@ -116,6 +118,8 @@ def _score_stage(
         write_run_partitioned(per_request, config.per_request)
     finally:
         validated.unpersist()
+        for df in cached:
+            df.unpersist()
     written = read_run(spark, config.per_request, run_id).count()
     return StageResult(
         run_id,

@@ -17,8 +17,11 @@ so both plans give the same bits.
 Whether a request is dense is checked exactly, per request, in the aggregation: with
 ``m = min(n_candidates, max K)``, its positions ``0..m-1`` (or ``1..m``) must each occur exactly
 once and no other candidate may sit at or above the m-th (a bit mask of the positions seen, and a
-count). Requests that fail -- gaps, repeated or fractional positions, a missing position -- are
-scored by the collecting plan, which orders by (position, doc id). The plan applies when the
+count), and every gain must be one of the values counted (:func:`gain_levels`: declared by
+the contract, or read from the grades). Requests that fail -- gaps, repeated or fractional
+positions, a missing position, a gain off the declared scale -- are scored by the collecting
+plan, which orders by (position, doc id). The check and the sums are one aggregation, cached:
+the job that lists the requests it does not serve also computes it. The plan applies when the
 order is ``position``, unjudged candidates keep their place (``zero`` or ``separate``), the ideal
 comes from the candidates, max K is at most 32, and the gains take at most
 :data:`MAX_GAIN_LEVELS` distinct values, none negative.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -35,13 +39,14 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
 from ndcg_spark.metrics.gain import gain
-from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, metrics_column
+from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
 MAX_GAIN_LEVELS = 16
 #: Largest max(K) the plan serves: one bit per position in a 64-bit mask, positions 0..max K.
 MAX_K = 32
-_LONG_MIN = -(2**63)
+#: Past this many requests the plan does not serve, the collecting plan scores every request.
+MAX_LISTED_NOT_SERVED = 100_000
 
 
 def applies(contract: Contract) -> bool:
@@ -151,24 +156,24 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
 
 def score_dense_requests(
     rows: DataFrame, contract: Contract, literal: dict[str, Column], levels: list[float]
-) -> tuple[DataFrame, DataFrame]:
+) -> tuple[DataFrame | None, DataFrame | None, DataFrame | None]:
     """The requests the dense plan serves, scored (in the shape of
-    :func:`ndcg_spark.scoring.collecting.score_collected_lists`), and the rows of the others, left
-    to collect -- both lazy, from one aggregation of ``rows``.
+    :func:`ndcg_spark.scoring.collecting.score_collected_lists`), the rows of the others, left to
+    collect, and the cached aggregation both come from (to release once the result is written).
 
-    The requests that are not served are found in the same aggregation (``_served``) and their
-    keys broadcast to pick their rows out; both branches read the one aggregation (Spark reuses
-    its shuffle), and when every request is served, adaptive execution sees the broadcast empty
-    and skips the other branch. The key columns in ``literal``
+    One aggregation of ``rows`` (:func:`aggregate_dense`) is cached and one job computes it,
+    listing the requests it does not serve (its evidence, ``_served``); the scored requests are
+    then read from the cache. ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED`
+    are not served; the rest is None when every request is. The key columns in ``literal``
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
-    summed = aggregate_dense(rows, contract, varying, levels)
-    # Always true, but it reads every column, so Spark keeps the two branches' aggregations alike
-    # (nothing pruned from one of them) and computes the aggregation once for both.
-    every_column = F.greatest(F.xxhash64(*summed.columns), F.lit(_LONG_MIN)) >= F.lit(_LONG_MIN)
-    not_served = summed.filter(~F.col("_served") & every_column).select(*varying)
-    rest = join_null_safe(rows, F.broadcast(not_served), varying, "left_semi")
+    summed = aggregate_dense(rows, contract, varying, levels).persist(StorageLevel.MEMORY_AND_DISK)
+    not_served = [tuple(r) for r in summed.filter(~F.col("_served")).select(*varying)
+                  .limit(MAX_LISTED_NOT_SERVED + 1).collect()]
+    if len(not_served) > MAX_LISTED_NOT_SERVED:
+        summed.unpersist()
+        return None, rows, None
     shown, ideal = F.col("shown"), F.col("ideal")
     per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
     served = summed.filter(F.col("_served")).select("*", *_bound_lists(contract))
@@ -179,7 +184,8 @@ def score_dense_requests(
         "n_positive",
         metrics_column(contract, per_k, _bounds(contract)),
     )
-    return keys_as_strings(scored), rest
+    rest = join_null_safe(rows, keys_frame(rows, not_served, varying), varying, "left_semi") if not_served else None
+    return keys_as_strings(scored), rest, summed
 
 
 def _bound_lists(contract: Contract) -> list[Column]:

@@ -37,6 +37,7 @@ def score_requests(
     large_request: int | None = LARGE_REQUEST,
     dense_plan: bool = True,
     validate: bool = True,
+    cache_handles: list[DataFrame] | None = None,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
 
@@ -50,22 +51,26 @@ def score_requests(
     run_id : stamped on every row.
     attributes : weight and slice columns to carry (:class:`Attributes`).
     large_request : requests with more candidates are cut to the rows that can reach the top
-        ``max(K)`` before their list is collected (same result, bounded memory). Without the
-        dense plan, finding them runs one small counting job when this function is called;
-        ``None`` skips it (for inputs already known to hold no such request, e.g. after the job's
-        skew guard). Under the dense plan, every request it does not serve is cut.
+        ``max(K)`` before their list is collected (same result, bounded memory). Finding them
+        runs one small counting job when this function is called (only when some request is
+        collected); ``None`` skips it (for inputs already known to hold no such request, e.g.
+        after the job's skew guard).
     dense_plan : score the requests displayed in dense position order (1, 2, 3, ... or 0, 1, 2,
         ... each once) with hash aggregates instead of collecting and sorting their candidates
         (:mod:`ndcg_spark.scoring.dense`; same result, checked per request in the same
-        aggregation, when the contract allows it; one small job for the distinct gains when the
-        contract declares neither a gain table nor ``max_grade``). ``False`` always collects
-        (kept to compare the two plans).
+        aggregation, when the contract allows it). That aggregation (one row per request) runs
+        when this function is called and is cached (memory and disk), so the result is read
+        from it; one more small job reads the distinct gains when the contract declares neither
+        a gain table nor ``max_grade``. ``False`` always collects (kept to compare the plans).
     validate : check the inputs first against the job's named rules under the job's default
         handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``, no skew guard):
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
         :class:`~ndcg_spark.errors.ValidationError` naming the rule, the count and an example
-        row, instead of a silently wrong number. Costs the count-only detector's jobs when this
+        row, instead of a silently wrong number. Costs the count-only detector's job when this
         function is called. ``False`` for inputs already validated (the job does).
+    cache_handles : given a list, the cached aggregation (see ``dense_plan``) is appended to it,
+        for the caller to ``unpersist()`` once the result is written (the job does); otherwise
+        it stays cached for the session.
 
     Returns
     -------
@@ -106,18 +111,23 @@ def score_requests(
         "judged", F.col("grade").isNotNull()
     )
     levels = _dense_levels(contract, candidates, judgments) if dense_plan and dense.applies(contract) else None
+    scored_dense, rest = None, rows
     if levels is not None:
         literal = literal_keys(candidates, contract, system, pool_version)
-        scored_dense, rest = dense.score_dense_requests(rows, contract, literal, levels)
-        # the requests the plan does not serve (usually none): cut to what can reach the top max K
-        per_request = scored_dense.unionByName(score_by_collecting(rest, judgments, contract, "all"))
+        scored_dense, rest, cached = dense.score_dense_requests(rows, contract, literal, levels)
+        if cached is not None and cache_handles is not None:
+            cache_handles.append(cached)
+    if rest is None:
+        per_request = scored_dense
     else:
         # counted on the candidates alone, before any judgments join
         large = None if large_request is None else find_large_requests(
             candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
             large_request,
         )
-        per_request = score_by_collecting(rows, judgments, contract, large)
+        per_request = score_by_collecting(rest, judgments, contract, large)
+        if scored_dense is not None:
+            per_request = scored_dense.unionByName(per_request)
     # attributes join one row per request, before the rows multiply by K
     per_request = attach_attributes(per_request, candidates, attributes, contract)
     per_request = rows_per_k(per_request, contract)
