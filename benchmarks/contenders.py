@@ -136,6 +136,30 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
     return result
 
 
+def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
+    """(e) RankingEvaluator's own number through ``score_requests``: binary gain table, K = 10,
+    unjudged 0, empty ideal 0, the mean over every request -- like for like with (b)."""
+    started = time.perf_counter()
+    spark = _session(args.shuffle_partitions, dict(args.conf))
+    jvm = _JvmPeak(spark)
+    start_s = time.perf_counter() - started
+
+    from pyspark.sql import functions as F
+
+    from ndcg_spark import Contract, score_requests
+
+    t0, cpu0 = time.perf_counter(), jvm.cpu_s()
+    binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+    candidates = spark.read.parquet(str(Path(args.data) / "candidates"))
+    value = score_requests(candidates, contract=binary, validate=False).agg(F.avg("ndcg")).first()[0]
+    t1, cpu1 = time.perf_counter(), jvm.cpu_s()
+    result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
+    result["peak_jvm_mib"] = jvm.mib()
+    result["peak_python_mib"] = _rss_mib()
+    spark.stop()
+    return result
+
+
 # ------------------------------------------------------------------------- RankingEvaluator
 def run_evaluator(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
@@ -261,6 +285,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
+              "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
               "evaluator": run_evaluator, "numpy": run_numpy}
 
 

@@ -26,9 +26,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CONTENDERS = ("ndcg_spark", "evaluator", "numpy")
-#: run only when named in --contenders: (a) with the dense-position plan off
-OPTIONAL = ("ndcg_spark_collecting",)
+#: run only when named in --contenders: (a) with the dense-position plan off; (e) RankingEvaluator's
+#: own number (binary gain, K = 10, one mean) through score_requests
+OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number")
 LABELS = {"ndcg_spark": "(a) ndcg-spark stage 1+2", "ndcg_spark_collecting": "(a') (a), collecting plan",
+          "ndcg_spark_evaluator_number": "(e) score_requests, (b)'s number",
           "evaluator": "(b) RankingEvaluator", "numpy": "(c) numpy"}
 AGREEMENT_TOL = 1e-9
 
@@ -94,6 +96,10 @@ def ratios(case: dict) -> dict:
         for other, key in (("ndcg_spark", "a'/a"), ("evaluator", "a'/b"), ("numpy", "a'/c")):
             if other in r:
                 out[key] = collecting / r[other]["work_s"]
+    if "ndcg_spark_evaluator_number" in r and "evaluator" in r:
+        out["e/b"] = r["ndcg_spark_evaluator_number"]["work_s"] / r["evaluator"]["work_s"]
+        if r["ndcg_spark_evaluator_number"].get("work_cpu_s") and r["evaluator"].get("work_cpu_s"):
+            out["e/b CPU"] = r["ndcg_spark_evaluator_number"]["work_cpu_s"] / r["evaluator"]["work_cpu_s"]
     if "ndcg_spark" in r:
         a = r["ndcg_spark"]
         for other, key in (("evaluator", "a/b"), ("numpy", "a/c")):
@@ -152,6 +158,9 @@ def report(cases: list[dict]) -> str:
         if "a'/a" in q or "a'/b" in q:
             lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: collecting plan (a') " + ", ".join(
                 f"{key} {q[key]:.2f}" for key in ("a'/a", "a'/b", "a'/c") if key in q))
+        if "e/b" in q:
+            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: (b)'s number through score_requests (e) "
+                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/b", "e/b CPU") if key in q))
     return "\n".join(lines)
 
 

@@ -29,7 +29,8 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     result_file = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--rows", "20000", "--check", "--replicates", "20",
-         "--shuffle-partitions", "2", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"),
+         "--shuffle-partitions", "2",
+         "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"),
          "--json", str(result_file)],
         cwd=ROOT, capture_output=True, text=True, timeout=1800,
     )
@@ -39,11 +40,12 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     (case,) = json.loads(result_file.read_text())["cases"]
     assert case["rows"] == 20000 and case["requests"] == 1000
     results = case["results"]
-    assert set(results) == {"ndcg_spark", "evaluator", "numpy"}
+    assert set(results) == {"ndcg_spark", "ndcg_spark_evaluator_number", "evaluator", "numpy"}
     for name, res in results.items():
         assert res["work_s"] > 0, name
         assert res["peak_python_mib"] > 0, name
     assert results["ndcg_spark"]["peak_jvm_mib"] > 0 and results["evaluator"]["peak_jvm_mib"] > 0
+    assert "e/b" in proc.stdout  # (b)'s number through score_requests, and its ratio
 
     binary = {name: res["binary_ndcg10_mean"] for name, res in results.items()}
     assert 0.0 < binary["evaluator"] < 1.0
