@@ -162,18 +162,21 @@ def score_dense_requests(
     collect, and the cached aggregation both come from (to release once the result is written).
 
     One aggregation of ``rows`` (:func:`aggregate_dense`) is cached and one job computes it,
-    listing the requests it does not serve (its evidence, ``_served``); the scored requests are
-    then read from the cache. ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED`
+    counting the requests it does not serve (its evidence, ``_served``; a second small job lists
+    them when there are any); the scored requests are then read from the cache. ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED`
     are not served; the rest is None when every request is. The key columns in ``literal``
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
     summed = aggregate_dense(rows, contract, varying, levels).persist(StorageLevel.MEMORY_AND_DISK)
-    not_served = [tuple(r) for r in summed.filter(~F.col("_served")).select(*varying)
-                  .limit(MAX_LISTED_NOT_SERVED + 1).collect()]
-    if len(not_served) > MAX_LISTED_NOT_SERVED:
+    # one job computes the cached aggregation and counts what it does not serve (a count, not a
+    # limited collect: a limit would scan the cached partitions in growing rounds, a job each)
+    unserved = summed.filter(~F.col("_served")).select(*varying)
+    n_not_served = unserved.count()
+    if n_not_served > MAX_LISTED_NOT_SERVED:
         summed.unpersist()
         return None, rows, None
+    not_served = [tuple(r) for r in unserved.collect()] if n_not_served else []
     shown, ideal = F.col("shown"), F.col("ideal")
     per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
     served = summed.filter(F.col("_served")).select("*", *_bound_lists(contract))
