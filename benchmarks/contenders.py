@@ -136,59 +136,56 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
     return result
 
 
-def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
-    """(e) RankingEvaluator's own number through ``score_requests``: binary gain table, K = 10,
-    unjudged 0, empty ideal 0, the mean over every request -- like for like with (b)."""
+def _one_mean(args: argparse.Namespace, mean_of) -> dict:
+    """Time ``mean_of(spark, candidates)`` (one binary NDCG@10 mean) in a fresh session: Spark
+    start apart from the work, the JVM's CPU seconds and peak memory."""
     started = time.perf_counter()
     spark = _session(args.shuffle_partitions, dict(args.conf))
     jvm = _JvmPeak(spark)
     start_s = time.perf_counter() - started
-
-    from pyspark.sql import functions as F
-
-    from ndcg_spark import Contract, score_requests
-
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
-    binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
-    candidates = spark.read.parquet(str(Path(args.data) / "candidates"))
-    value = score_requests(candidates, contract=binary, validate=False).agg(F.avg("ndcg")).first()[0]
+    value = mean_of(spark, spark.read.parquet(str(Path(args.data) / "candidates")))
     t1, cpu1 = time.perf_counter(), jvm.cpu_s()
     result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
     spark.stop()
     return result
+
+
+def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
+    """(e) RankingEvaluator's own number through ``score_requests``: binary gain table, K = 10,
+    unjudged 0, empty ideal 0, the mean over every request -- like for like with (b)."""
+
+    def mean_of(spark, candidates):
+        from pyspark.sql import functions as F
+
+        from ndcg_spark import Contract, score_requests
+
+        binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+        return score_requests(candidates, contract=binary, validate=False).agg(F.avg("ndcg")).first()[0]
+
+    return _one_mean(args, mean_of)
 
 
 # ------------------------------------------------------------------------- RankingEvaluator
 def run_evaluator(args: argparse.Namespace) -> dict:
-    started = time.perf_counter()
-    spark = _session(args.shuffle_partitions, dict(args.conf))
-    jvm = _JvmPeak(spark)
-    start_s = time.perf_counter() - started
+    def mean_of(spark, candidates):
+        from pyspark.ml.evaluation import RankingEvaluator
+        from pyspark.sql import functions as F
 
-    from pyspark.ml.evaluation import RankingEvaluator
-    from pyspark.sql import functions as F
+        doc = F.col("doc_id").cast("double")
+        grouped = candidates.groupBy("request_id").agg(
+            # the doc ids in displayed order (position, then doc id) ...
+            F.transform(F.sort_array(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))),
+                        lambda x: x["doc"]).alias("prediction"),
+            # ... and the relevant ones (collect_list skips the nulls of the others)
+            F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
+        )
+        evaluator = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label")
+        return evaluator.evaluate(grouped)
 
-    t0, cpu0 = time.perf_counter(), jvm.cpu_s()
-    candidates = spark.read.parquet(str(Path(args.data) / "candidates"))
-    doc = F.col("doc_id").cast("double")
-    grouped = candidates.groupBy("request_id").agg(
-        # the doc ids in displayed order (position, then doc id) ...
-        F.transform(F.sort_array(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))), lambda x: x["doc"])
-        .alias("prediction"),
-        # ... and the relevant ones (collect_list skips the nulls of the others)
-        F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
-    )
-    value = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label").evaluate(
-        grouped
-    )
-    t1, cpu1 = time.perf_counter(), jvm.cpu_s()
-    result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
-    result["peak_jvm_mib"] = jvm.mib()
-    result["peak_python_mib"] = _rss_mib()
-    spark.stop()
-    return result
+    return _one_mean(args, mean_of)
 
 
 # ------------------------------------------------------------------------------------ numpy
