@@ -163,8 +163,9 @@ def score_dense_requests(
 
     One aggregation of ``rows`` (:func:`aggregate_dense`) is cached and one job computes it,
     counting the requests it does not serve (its evidence, ``_served``; a second small job lists
-    them when there are any); the scored requests are then read from the cache. ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED`
-    are not served; the rest is None when every request is. The key columns in ``literal``
+    them when there are any); the scored requests are then read from the cache.
+    ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED` are not served; the rest
+    is None when every request is. The key columns in ``literal``
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
