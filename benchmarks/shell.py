@@ -24,18 +24,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the sample's slice columns (conf/local.yaml's attributes.slices)
+SLICES = ("equipment_rarity", "doc_age_bucket", "permission_group")
 
 
-def _cases(spark, data: dict) -> dict[str, Callable[[], object]]:
+def _cases(data: dict, attributes) -> dict[str, Callable[[], object]]:
     from pyspark.sql import functions as F
 
     import ndcg_spark
-    from ndcg_spark import AggregateSpec, Attributes, Contract
+    from ndcg_spark import AggregateSpec, Contract
 
-    c, j, attrs, per_request = data["candidates"], data["judgments"], data["attributes"], data["per_request"]
+    c, j, per_request = data["candidates"], data["judgments"], data["per_request"]
     k10 = Contract(k=[10])
-    attributes = Attributes(table=attrs, weight="weight",
-                            slices=("equipment_rarity", "doc_age_bucket", "permission_group"))
     pools = data["pools"]
     return {
         "score_requests -> mean (K=10, checked)":
@@ -58,12 +58,11 @@ def _load_inputs(spark, sample: Path) -> dict:
     from ndcg_spark import Attributes, Contract, pool_summary, score_requests
 
     data = {name: spark.read.parquet(str(sample / name)).cache() for name in ("candidates", "judgments", "attributes")}
-    attributes = Attributes(table=data["attributes"], weight="weight",
-                            slices=("equipment_rarity", "doc_age_bucket", "permission_group"))
+    attributes = Attributes(table=data["attributes"], weight="weight", slices=SLICES)
     data["per_request"] = score_requests(data["candidates"], data["judgments"], Contract(),
                                          attributes=attributes).cache()
     data["pools"] = pool_summary(data["candidates"], data["judgments"], Contract()).cache()
-    return data
+    return data, attributes
 
 
 def _jvm_cpu_seconds(pid: int) -> float:
@@ -89,13 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         from ndcg_spark.sample.generate import write_sample
 
         write_sample(spark, sample)
-    data = _load_inputs(spark, sample)
+    data, attributes = _load_inputs(spark, sample)
     rows = {name: df.count() for name, df in data.items()}
     print(f"inputs (cached): {', '.join(f'{k} {v:,}' for k, v in rows.items())}; load {os.getloadavg()[0]:.1f}",
           flush=True)
     tracker = spark.sparkContext.statusTracker()
     jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-    for name, call in _cases(spark, data).items():
+    for name, call in _cases(data, attributes).items():
         if args.only and args.only not in name:
             continue
         times, cpu, jobs = [], [], []
