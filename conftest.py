@@ -61,3 +61,31 @@ def _doctest_namespace(request, doctest_namespace):
 
         doctest_namespace["spark"] = request.getfixturevalue("spark")
         doctest_namespace["F"] = F
+
+
+#: ``bash dev.sh test`` runs the suite on pytest-xdist workers with ``--dist loadfile
+#: --no-loadscope-reorder``: each module's tests run on one worker, in their own order, so a module's
+#: fixtures are built once. The modules that take longest start first, the rest follow in collection
+#: order, so that no long module is left to run alone at the end.
+LONGEST_FIRST = (
+    "tests/test_run_faults.py",
+    "tests/test_cluster_faults.py",
+    "tests/test_benchmarks_smoke.py",
+    "tests/test_docs.py",
+    "tests/test_oracle_agreement.py",
+    "tests/test_compare.py",
+    "tests/test_validation.py",
+    "tests/test_documented_behaviour.py",
+    "tests/test_aggregate.py",
+    "tests/test_guardrails.py",
+    "tests/test_dense_plan.py",
+    "tests/test_conf_files.py",
+    "tests/test_cli_score.py",
+    "tests/test_trend.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest modules first, each module's own order kept (the sort is stable)."""
+    rank = {module: position for position, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))

@@ -43,6 +43,11 @@ setup() {
 
 cmd=${1:-}
 shift || true
+# the suite on NDCG_TEST_WORKERS pytest-xdist workers, each module's tests on one worker, the longest
+# modules first (conftest.py); -n 0 after the command runs it in one process. Default 3 for the whole
+# suite (much of it waits on child JVMs: a third worker fills the waits), 2 for the fast lane (all
+# Spark in the workers' own JVMs: one per core). Measured: docs/benchmarks.md "The test suite".
+parallel() { echo "-n ${NDCG_TEST_WORKERS:-$1} --dist loadfile --no-loadscope-reorder"; }
 if [ "$cmd" != test-connect ]; then
   setup .venv test,bench
 fi
@@ -57,10 +62,10 @@ case "$cmd" in
     .venv/bin/ndcg-spark compare --config conf/local.yaml "$@"
     ;;
   test)
-    .venv/bin/python -m pytest "$@"
+    .venv/bin/python -m pytest $(parallel 3) "$@"
     ;;
   test-fast)
-    .venv/bin/python -m pytest -m "not slow and not e2e" "$@"
+    .venv/bin/python -m pytest $(parallel 2) -m "not slow and not e2e" "$@"
     ;;
   test-on)
     version=${1:?usage: bash dev.sh test-on PYSPARK_VERSION (e.g. 3.5.0)}
@@ -71,7 +76,7 @@ case "$cmd" in
       echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
       exit 1
     fi
-    NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest \
+    NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest $(parallel 2) \
       -m "not slow and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
       tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py \

@@ -15,7 +15,10 @@ simulations, fuzzing, bit-identity under repartitioning).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
+import os
+import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,8 @@ import pytest
 SAMPLE_REQUESTS = 200
 SAMPLE_SEED = 11
 SAMPLE_RUN_ID = "2026-11-29"
+SAMPLE_RUN_OUTPUTS = ("per_request", "aggregate", "audit", "run_metadata", "comparison", "quarantine", "run_status",
+                      "reports")
 
 
 @dataclass(frozen=True)
@@ -71,27 +76,57 @@ class SampleRun:
         return df.filter(F.col("run_id") == self.run_id)
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder that ``build(folder)`` filled once per test run: in this session's temporary folder,
+    or, under pytest-xdist (``bash dev.sh test`` runs the suite on several workers), in the run's
+    folder that all workers share -- the first worker to ask builds it while the others wait on a
+    file lock, then they all read it. A build that failed is tried again by the next worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent / name  # pytest-N/, the workers' common parent
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            build(shared)
+            (shared / ".built").touch()
+    return shared
+
+
 @pytest.fixture(scope="session")
 def sample_dir(spark, tmp_path_factory) -> SampleFiles:
-    """The embedded maintenance-search sample (200 requests, seed 11), written once per session."""
+    """The embedded maintenance-search sample (200 requests, seed 11), written once per test run."""
     from ndcg_spark.sample.generate import write_sample
 
-    root = tmp_path_factory.mktemp("sample")
-    paths = write_sample(spark, root / "data", n_requests=SAMPLE_REQUESTS, seed=SAMPLE_SEED)
-    names = ("candidates", "judgments", "attributes")
-    return SampleFiles(root=root / "data", **{name: str(paths[name]) for name in names})
+    def build(folder: Path) -> None:
+        write_sample(spark, folder / "data", n_requests=SAMPLE_REQUESTS, seed=SAMPLE_SEED)
+
+    data = built_once(tmp_path_factory, "sample", build).resolve() / "data"
+    return SampleFiles(root=data, **{name: str(data / name) for name in ("candidates", "judgments", "attributes")})
 
 
 @pytest.fixture(scope="session")
 def sample_run(spark, sample_dir, tmp_path_factory) -> SampleRun:
     """The shared sample scored, aggregated (20 bootstrap replicates), published and compared once
-    per session by the console script, with its report."""
+    per test run by the console script, with its report."""
+    ks, slices = (3, 10), ("equipment_rarity", "permission_group")
+
+    def build(root: Path) -> None:
+        (root / "stdout.txt").write_text(_run_the_sample(sample_dir, root, ks, slices), encoding="utf-8")
+
+    root = built_once(tmp_path_factory, "sample_run", build)
+    outputs = {name: root / "out" / name for name in SAMPLE_RUN_OUTPUTS}
+    return SampleRun(root, root / "conf" / "job.yaml", SAMPLE_RUN_ID, ks, slices, outputs,
+                     (root / "stdout.txt").read_text(encoding="utf-8"))
+
+
+def _run_the_sample(sample_dir: SampleFiles, root: Path, ks: tuple[int, ...], slices: tuple[str, ...]) -> str:
+    """``run`` then ``compare`` of the shared sample under ``root``; what they printed."""
     from ndcg_spark.cli import main
 
-    root = tmp_path_factory.mktemp("sample_run")
-    ks, slices = (3, 10), ("equipment_rarity", "permission_group")
-    outputs = {name: root / "out" / name for name in ("per_request", "aggregate", "audit", "run_metadata",
-                                                       "comparison", "quarantine", "run_status", "reports")}
     config = root / "conf" / "job.yaml"
     config.parent.mkdir(parents=True)
     config.write_text(textwrap.dedent(f"""
@@ -118,4 +153,4 @@ def sample_run(spark, sample_dir, tmp_path_factory) -> SampleRun:
         with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(errors):
             status = main([command, "--config", str(config), "--run-id", SAMPLE_RUN_ID])
         assert status == 0, f"the shared sample's {command} failed:\n{errors.getvalue()[-3000:]}"
-    return SampleRun(root, config, SAMPLE_RUN_ID, ks, slices, outputs, shown.getvalue())
+    return shown.getvalue()
