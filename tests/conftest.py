@@ -1,10 +1,12 @@
-"""Shared test data: the embedded sample written once per session, and one run of it.
+"""Shared test data: the embedded sample written once per test run, and one run of it.
 
-Both fixtures are session-scoped and **read-only**: a test that changes the data or the tables
-writes its own copy (its own ``tmp_path``) or its own run id. The ``spark`` fixture is in the
+Both fixtures are session-scoped and **read-only** (under pytest-xdist the workers share their
+files, :func:`built_once`): a test that changes the data or the tables writes its own copy (its
+own ``tmp_path``) or its own run id. The ``spark`` fixture is in the
 checkout's root ``conftest.py`` (doctests under ``ndcg_spark/`` use it too).
 
-Lanes (``pyproject.toml``): ``bash dev.sh test`` runs everything (CI runs exactly that);
+Lanes (``pyproject.toml``): ``bash dev.sh test`` runs everything (CI runs exactly that), on 3
+pytest-xdist workers, one module per worker (the root ``conftest.py`` orders them);
 ``bash dev.sh test-fast`` (= ``bash dev.sh test -m "not slow and not e2e"``) leaves out the tests
 marked ``e2e`` (whole jobs through the console script or the job's stages: shipped configs, the
 docs' commands, re-runs, faults) and ``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
