@@ -7,7 +7,7 @@ checkout's root ``conftest.py`` (doctests under ``ndcg_spark/`` use it too).
 
 Lanes (``pyproject.toml``): ``bash dev.sh test`` runs everything (CI runs exactly that), on 3
 pytest-xdist workers, one module per worker (the root ``conftest.py`` orders them);
-``bash dev.sh test-fast`` (= ``bash dev.sh test -m "not slow and not e2e"``) leaves out the tests
+``bash dev.sh test-fast`` (``-m "not slow and not e2e"``, on 2 workers) leaves out the tests
 marked ``e2e`` (whole jobs through the console script or the job's stages: shipped configs, the
 docs' commands, re-runs, faults) and ``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
 spark-sql), a browser or a benchmark, or repeat a check many times (coverage and p-value
