@@ -70,6 +70,7 @@ def _doctest_namespace(request, doctest_namespace):
 LONGEST_FIRST = (
     "tests/test_run_faults.py",
     "tests/test_cluster_faults.py",
+    "tests/test_run_retries.py",
     "tests/test_benchmarks_smoke.py",
     "tests/test_docs.py",
     "tests/test_oracle_agreement.py",

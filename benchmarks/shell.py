@@ -5,6 +5,7 @@ On the sample (``data/sample``, 20,000 requests; written here first if missing),
 adaptive execution on), the inputs read and cached before anything is timed::
 
     .venv/bin/python benchmarks/shell.py --repeat 3
+    .venv/bin/python benchmarks/shell.py --conf spark.python.sql.dataFrameDebugging.enabled=false
 
 Each case is one call as a user types it, ending in an action (a mean, a collect, a count), timed
 from the call to the result; the figure is the best of ``--repeat`` runs, and ``jobs`` is the
@@ -76,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", default=str(ROOT / "data" / "sample"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", help="run the cases whose name contains this text")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the session, as pyspark --conf takes it (repeatable)")
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("shell-bench")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    builder = SparkSession.builder.master("local[2]").appName("shell-bench").config("spark.ui.showConsoleProgress", "false")
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     sample = Path(args.sample)
     if not (sample / "candidates").exists():

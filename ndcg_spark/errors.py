@@ -79,6 +79,8 @@ class OutputChanged(FileVanished):
 _MISSING_FILE = (
     re.compile(r"FileNotFoundException: (?:File )?(\S+?)(?: does not exist|\s|$)"),
     re.compile(r"FILE_NOT_EXIST\]\s*Error while reading file (\S+?)\.?(?:\s|$)"),
+    # Hadoop's vectored reads (parquet's, through java.nio) of a file or its checksum
+    re.compile(r"NoSuchFileException: (\S+)"),
 )
 
 
@@ -90,6 +92,8 @@ def missing_file(exc: BaseException) -> str | None:
     'file:/w/per_request/run_id=a/p.parquet'
     >>> missing_file(RuntimeError("[FAILED_READ_FILE.FILE_NOT_EXIST] Error while reading file file:/w/p.parquet. File does not exist."))
     'file:/w/p.parquet'
+    >>> missing_file(RuntimeError("[FAILED_READ_FILE.NO_HINT] ... Caused by: java.nio.file.NoSuchFileException: /w/.p.parquet.crc"))
+    '/w/.p.parquet.crc'
     >>> missing_file(ValueError("bad grade")) is None
     True
     """

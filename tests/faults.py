@@ -1,4 +1,5 @@
-"""What the fault tests share (tests/test_run_faults.py, tests/test_cluster_faults.py): a job YAML over
+"""What the fault tests share (tests/test_run_faults.py, tests/test_run_retries.py,
+tests/test_cluster_faults.py): two published nights to break, a job YAML over
 the shared sample, the console script in a child process with a fault injected, and readers of
 the tables exactly as docs/operations.md documents them (path tables partitioned by ``run_id``;
 a reader keeps the runs whose run-status row says ``complete``), so the package's internals can
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -28,6 +30,75 @@ KEY = ("run_id", "system", "request_id", "k")
 AGGREGATE_KEY = ("run_id", "system", "pool_version", "k", "slice_dimension", "slice_value")
 #: what differs between two clean runs of the same night: the run id, and when stage 2 stamped it
 NOT_COMPARED = ("run_id", "created_at")
+
+
+# ----------------------------------------------------------------------------------- two nights
+PATH_OUTPUTS = {"per_request": {"path": "out/per_request"}, "aggregate": {"path": "out/aggregate"},
+                "run_metadata": {"path": "out/run_metadata"}}
+TABLES = ("per_request", "aggregate", "run_metadata", "run_status")
+
+
+@dataclass(frozen=True)
+class Night:
+    root: Path
+    config: Path
+    #: the clean run's per-request and aggregate rows (no run id, no stage-2 timestamp)
+    reference: list[tuple]
+    aggregate: list[tuple]
+    #: night-1's files in each table, which no fault may touch
+    night_1_files: dict[str, set[str]]
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+
+def two_published_nights(spark, sample_dir, root: Path) -> Night:
+    """A path-output job with night-2 of the sample published by ``run`` (the reference), and
+    night-1, the night before: night-2's partitions copied under their own run id.
+
+    A module's tests share its output folder (its ``night`` fixture): each one breaks a run of it
+    and must leave it, after its re-run, exactly as this made it.
+    """
+    from ndcg_spark.cli import main
+
+    config = write_config(root / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS)
+    assert main(["run", "--config", str(config), "--run-id", "night-2"]) == 0
+    out = root / "out"
+    for name in TABLES:
+        shutil.copytree(out / name / "run_id=night-2", out / name / "run_id=night-1")
+    per_request, aggregate = (table(spark, out / name) for name in ("per_request", "aggregate"))
+    reference = rows(per_request, "night-2")
+    assert len(reference) == sample_dir.n_requests * 2 * 3  # requests x systems x K
+    assert rows(per_request, "night-1") == reference
+    assert rows(aggregate, "night-1") == rows(aggregate, "night-2")
+    assert_no_duplicates(per_request)
+    assert states(spark, out) == {"night-1": "complete", "night-2": "complete"}
+    files = {name: part_files(out / name / "run_id=night-1") for name in TABLES}
+    return Night(root, config, reference, rows(aggregate, "night-2"), files)
+
+
+def night_1_untouched(spark, night: Night) -> None:
+    for name in TABLES:
+        assert part_files(night.out / name / "run_id=night-1") == night.night_1_files[name], name
+    shown = published(spark, night.out)
+    assert rows(shown, "night-1") == night.reference
+
+
+def hidden(spark, night: Night) -> None:
+    """night-2 is being rewritten: no reader sees any of it."""
+    for name in ("per_request", "aggregate"):
+        assert published(spark, night.out, name).filter(F.col("run_id") == "night-2").count() == 0, name
+
+
+def as_clean(spark, night: Night) -> None:
+    """Both nights published, row for row the clean run's, no duplicates, night-1 untouched."""
+    for name, reference, key in (("per_request", night.reference, KEY), ("aggregate", night.aggregate, AGGREGATE_KEY)):
+        shown = published(spark, night.out, name)
+        assert rows(shown, "night-2") == reference and rows(shown, "night-1") == reference, name
+        assert_no_duplicates(table(spark, night.out / name), key)
+    assert states(spark, night.out) == {"night-1": "complete", "night-2": "complete"}
+    night_1_untouched(spark, night)
 
 
 def write_config(path: Path, sample, outputs: dict, **spark: object) -> Path:

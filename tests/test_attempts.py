@@ -184,3 +184,33 @@ def test_an_older_catalog_status_table_is_refused_with_the_statement_that_migrat
         assert _published(spark, Source(table=table)) == {"old", "new"}
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+@pytest.mark.parametrize("vanished", [
+    "java.io.FileNotFoundException: File file:/t/run_status/run_id=r/part-0.parquet does not exist",
+    # Hadoop's vectored parquet read of a file a concurrent attempt just replaced (seen in
+    # tests/test_run_retries.py's two attempts started together)
+    "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:///t/run_status/run_id=r/part-0.parquet. "
+    "Caused by: java.nio.file.NoSuchFileException: /t/run_status/run_id=r/.part-0.parquet.crc",
+])
+def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, status, monkeypatch, vanished):
+    from ndcg_spark.job import lease as lease_module
+
+    acquire(spark, status, RUN).publish()
+    read, calls = lease_module._read_row, []
+
+    def first_read_races_a_rewrite(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError(vanished)
+        return read(*args)
+
+    monkeypatch.setattr(lease_module, "_read_row", first_read_races_a_rewrite)
+    monkeypatch.setattr(lease_module.time, "sleep", lambda seconds: None)
+    assert status_row(spark, status, RUN)["status"] == "complete" and len(calls) == 2
+    calls.clear()
+    monkeypatch.setattr(lease_module, "_read_row", lambda *args: calls.append(args) or (_ for _ in ()).throw(
+        RuntimeError("[PARQUET_COLUMN_DATA_TYPE_MISMATCH] not a vanished file")))
+    with pytest.raises(RuntimeError, match="not a vanished file"):
+        status_row(spark, status, RUN)
+    assert len(calls) == 1  # any other error: not read again

@@ -159,3 +159,25 @@ def test_delta_and_iceberg_are_table_formats_only(fmt):
     assert Source.parse({"table": "ndcg.per_request", "format": fmt}, "outputs.per_request", None).format == fmt
     with pytest.raises(ContractError, match=rf"^outputs\.per_request\.format: {fmt} is a catalog table format"):
         Source.parse({"path": "/tmp/x", "format": fmt}, "outputs.per_request", None)
+
+
+def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, monkeypatch):
+    """docs/operations.md, "Spark settings": ndcg-spark's sessions switch off pyspark 4's Python
+    call sites in Spark's error messages, which cost every Column function a config read and two
+    more round trips to the JVM before its own (F.col: 13 calls instead of 3)."""
+    import py4j.clientserver
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.job.session import PYTHON_CALL_SITES, is_connect
+
+    if is_connect(spark):
+        pytest.skip("a Connect client builds Columns without the JVM")
+    assert spark.conf.get(PYTHON_CALL_SITES) == "false"
+    sent = []
+    original = py4j.clientserver.ClientServerConnection.send_command
+    monkeypatch.setattr(
+        py4j.clientserver.ClientServerConnection, "send_command",
+        lambda self, command: sent.append(command) or original(self, command),
+    )
+    F.col("position")
+    assert 0 < len(sent) <= 4, len(sent)

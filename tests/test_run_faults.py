@@ -1,4 +1,5 @@
-"""Break a night the ways the README says it survives, and check what a reader sees after each.
+"""Break a night the ways the README says it survives, and check what a reader sees after each:
+a failed stage and killed drivers.
 
 Every fault below hits a re-run of ``night-2`` (published: the fixture's clean run) while
 ``night-1`` (the night before) sits in the same tables:
@@ -10,26 +11,20 @@ Every fault below hits a re-run of ``night-2`` (published: the fixture's clean r
 | driver killed during the commit | Hadoop's rename of the staged ``run_id=night-2`` onto the table's (a Java ``FileSystem``) | old partition deleted, new one not in place |
 | driver killed between the writes | ``aggregate_stage`` stalled after stage 1 wrote (child process) | |
 | driver killed during stage 2 | the rename of the aggregate table's ``run_id=night-2`` | |
-| a task fails its first attempt | the same UDF, under ``local[2,3]`` | |
-| a second attempt a few seconds later | attempt 1 held before stage 1 while attempt 2 starts | refused at once |
-| two attempts started together | two child processes at the same instant | one publishes, the other stops |
 
 After each: night-1 untouched (its rows and its very files), night-2 invisible to the documented
 reader until an attempt completes it, a re-run (``--take-over`` after a kill: the dead attempt's
 row still says ``running``) row for row equal to the clean run, and no duplicates. The executor
-killed mid-job is tests/test_cluster_faults.py's.
+killed mid-job is tests/test_cluster_faults.py's; a task's retry and two attempts at one night are
+tests/test_run_retries.py's (a module of their own, so that they run beside these on another worker).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
-
 from ndcg_spark.cli import main
 
 try:
@@ -37,50 +32,13 @@ try:
 except ImportError:  # pragma: no cover - run from inside tests/
     import faults  # type: ignore[no-redef]
 
-KEY, AGGREGATE_KEY = faults.KEY, faults.AGGREGATE_KEY
-PATH_OUTPUTS = {"per_request": {"path": "out/per_request"}, "aggregate": {"path": "out/aggregate"},
-                "run_metadata": {"path": "out/run_metadata"}}
-TABLES = ("per_request", "aggregate", "run_metadata", "run_status")
-
-
-@dataclass(frozen=True)
-class Night:
-    root: Path
-    config: Path
-    #: the clean run's per-request and aggregate rows (no run id, no stage-2 timestamp)
-    reference: list[tuple]
-    aggregate: list[tuple]
-    #: night-1's files in each table, which no fault may touch
-    night_1_files: dict[str, set[str]]
-
-    @property
-    def out(self) -> Path:
-        return self.root / "out"
+PATH_OUTPUTS, Night = faults.PATH_OUTPUTS, faults.Night
 
 
 @pytest.fixture(scope="module")
 def night(spark, sample_dir, tmp_path_factory) -> Night:
-    """A path-output job with night-2 of the sample published by ``run`` (the reference), and
-    night-1, the night before: night-2's partitions copied under their own run id.
-
-    The tests below share its output folder: each one breaks a run of it and must leave it, after
-    its re-run, exactly as the fixture made it.
-    """
-    root = tmp_path_factory.mktemp("night")
-    config = faults.write_config(root / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS)
-    assert main(["run", "--config", str(config), "--run-id", "night-2"]) == 0
-    out = root / "out"
-    for name in TABLES:
-        shutil.copytree(out / name / "run_id=night-2", out / name / "run_id=night-1")
-    per_request, aggregate = (faults.table(spark, out / name) for name in ("per_request", "aggregate"))
-    reference = faults.rows(per_request, "night-2")
-    assert len(reference) == sample_dir.n_requests * 2 * 3  # requests x systems x K
-    assert faults.rows(per_request, "night-1") == reference
-    assert faults.rows(aggregate, "night-1") == faults.rows(aggregate, "night-2")
-    faults.assert_no_duplicates(per_request)
-    assert faults.states(spark, out) == {"night-1": "complete", "night-2": "complete"}
-    files = {name: faults.part_files(out / name / "run_id=night-1") for name in TABLES}
-    return Night(root, config, reference, faults.rows(aggregate, "night-2"), files)
+    """night-2 of the sample published, and night-1 beside it (:func:`faults.two_published_nights`)."""
+    return faults.two_published_nights(spark, sample_dir, tmp_path_factory.mktemp("night"))
 
 
 @pytest.fixture(scope="module")
@@ -88,43 +46,20 @@ def stalling_fs(tmp_path_factory) -> dict[str, str]:
     return faults.stalling_fs(tmp_path_factory.mktemp("stalling_fs"))
 
 
-def _night_1_untouched(spark, night: Night) -> None:
-    for name in TABLES:
-        assert faults.part_files(night.out / name / "run_id=night-1") == night.night_1_files[name], name
-    shown = faults.published(spark, night.out)
-    assert faults.rows(shown, "night-1") == night.reference
-
-
-def _hidden(spark, night: Night) -> None:
-    """night-2 is being rewritten: no reader sees any of it."""
-    for name in ("per_request", "aggregate"):
-        assert faults.published(spark, night.out, name).filter(F.col("run_id") == "night-2").count() == 0, name
-
-
-def _as_clean(spark, night: Night) -> None:
-    """Both nights published, row for row the clean run's, no duplicates, night-1 untouched."""
-    for name, reference, key in (("per_request", night.reference, KEY), ("aggregate", night.aggregate, AGGREGATE_KEY)):
-        shown = faults.published(spark, night.out, name)
-        assert faults.rows(shown, "night-2") == reference and faults.rows(shown, "night-1") == reference, name
-        faults.assert_no_duplicates(faults.table(spark, night.out / name), key)
-    assert faults.states(spark, night.out) == {"night-1": "complete", "night-2": "complete"}
-    _night_1_untouched(spark, night)
-
-
 def _after_a_driver_kill(spark, night: Night, capsys) -> None:
     """The dead attempt's night hidden, the night before intact; a re-run refused while the dead
     attempt's row is fresh, then, with --take-over, the clean run's tables."""
     dead = faults.statuses(spark, night.out)["night-2"]
     assert dead["status"] == "running" and dead["attempt_id"] and dead["ended_at"] is None
-    _hidden(spark, night)
-    _night_1_untouched(spark, night)
+    faults.hidden(spark, night)
+    faults.night_1_untouched(spark, night)
     capsys.readouterr()
     assert main(["run", "--config", str(night.config), "--run-id", "night-2"]) == 2
     err = capsys.readouterr().err
     assert f"another attempt is running it: attempt {dead['attempt_id']}" in err and "--take-over" in err, err
     assert faults.statuses(spark, night.out)["night-2"] == dead  # refused: nothing written
     assert main(["run", "--config", str(night.config), "--run-id", "night-2", "--take-over"]) == 0
-    _as_clean(spark, night)
+    faults.as_clean(spark, night)
     assert faults.statuses(spark, night.out)["night-2"]["attempt_id"] != dead["attempt_id"]
 
 
@@ -144,7 +79,7 @@ def test_same_night_twice_gives_identical_tables_row_for_row(spark, night):
     before_files = faults.part_files(out / "per_request" / "run_id=night-2")
     assert main(["run", "--config", str(night.config), "--run-id", "night-2"]) == 0  # the same night again
     assert faults.part_files(out / "per_request" / "run_id=night-2").isdisjoint(before_files), "night-2 was rewritten"
-    _as_clean(spark, night)
+    faults.as_clean(spark, night)
 
 
 @pytest.mark.e2e
@@ -164,8 +99,8 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
 
     after_files = faults.part_files(out / "per_request" / "run_id=night-2")
     assert after_files and after_files.isdisjoint(before_files), "stage 1 did write night-2 again"
-    _hidden(spark, night)
-    _night_1_untouched(spark, night)
+    faults.hidden(spark, night)
+    faults.night_1_untouched(spark, night)
     failed = faults.statuses(spark, out)["night-2"]
     assert failed["status"] == "failed" and failed["ended_at"] >= failed["started_at"] and failed["app_id"]
     assert failed["reason"] in err  # the paragraph the user read is the one on the record
@@ -177,7 +112,7 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
     assert "This run is not published" in page and "Its last attempt failed at " in page
 
     assert main(["run", "--config", str(night.config), "--run-id", "night-2"]) == 0  # failed: no take-over needed
-    _as_clean(spark, night)
+    faults.as_clean(spark, night)
 
 
 # ----------------------------------------------------------------------------------- a killed driver
@@ -259,93 +194,3 @@ def test_driver_killed_between_the_stage_1_and_the_stage_2_writes(spark, night, 
     assert after and after.isdisjoint(before["per_request"]), "stage 1 had written night-2 again"
     assert faults.part_files(out / "aggregate" / "run_id=night-2") == before["aggregate"], "stage 2 had not started"
     _after_a_driver_kill(spark, night, capsys)
-
-
-@pytest.mark.slow
-def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(spark, sample_dir, night, tmp_path):
-    config = faults.write_config(tmp_path / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS, master="local[2,3]")
-    marker, log = tmp_path / "failures", tmp_path / "job.log"
-    proc = None
-    try:
-        proc = faults.spawn(faults.injected_cli(tmp_path, "flaky", marker, "score", "--config", str(config),
-                                          "--run-id", "night-2"), log, env=faults.env(), cwd=tmp_path)
-        proc.wait(timeout=400)
-    finally:
-        faults.stop(proc)
-    assert proc.returncode == 0, log.read_text()[-3000:]
-    failures = marker.read_text().splitlines() if marker.exists() else []
-    assert failures and all(line.endswith("attempt 0 failed") for line in failures), "the injected failure never fired"
-    shown = faults.published(spark, tmp_path / "out")
-    assert faults.rows(shown, "night-2") == night.reference
-    faults.assert_no_duplicates(shown)
-
-
-# ----------------------------------------------------------------------------------- two attempts
-def _held(tmp_path: Path, name: str, night: Night) -> tuple[list[str], Path, Path]:
-    """An attempt at night-2 (``score``) held once it holds the run, before stage 1."""
-    folder = tmp_path / name
-    folder.mkdir()
-    marker = folder / "holding"
-    cmd = faults.stalled_cli(folder, "hold", marker, "ndcg_spark.job.run:score_stage",
-                             "score", "--config", str(night.config), "--run-id", "night-2")
-    return cmd, marker, folder / "driver.log"
-
-
-@pytest.mark.slow
-def test_a_second_attempt_a_few_seconds_later_is_refused_at_once(spark, night, tmp_path, capsys):
-    cmd, marker, log = _held(tmp_path, "first", night)
-    proc = faults.spawn(cmd, log, env=faults.env(), cwd=tmp_path)
-    try:
-        faults.wait_for(lambda: marker.exists() or proc.poll() is not None, 300, "the first attempt to hold the run")
-        assert proc.poll() is None, log.read_text()[-3000:]
-        first = faults.statuses(spark, night.out)["night-2"]
-        assert first["status"] == "running"
-        _hidden(spark, night)
-        capsys.readouterr()
-        assert main(["score", "--config", str(night.config), "--run-id", "night-2"]) == 2  # the scheduler's retry
-        err = capsys.readouterr().err
-        for said in (f"attempt {first['attempt_id']}", first["host"], first["app_id"], "This attempt wrote nothing"):
-            assert said in err, err
-        assert "input" not in err
-        assert faults.statuses(spark, night.out)["night-2"] == first
-        marker.with_suffix(".release").write_text("go")
-        proc.wait(timeout=300)
-    finally:
-        faults.stop(proc)
-    assert proc.returncode == 0, log.read_text()[-3000:]
-    assert f"published by attempt {first['attempt_id']}" in log.read_text()
-    _as_clean(spark, night)
-
-
-@pytest.mark.slow
-def test_two_attempts_started_together_publish_the_night_once(spark, night, tmp_path):
-    attempts = [_held(tmp_path, name, night) for name in ("a", "b")]
-    procs = []
-    try:
-        for cmd, _, log in attempts:  # at the same instant
-            procs.append(faults.spawn(cmd, log, env=faults.env(), cwd=tmp_path))
-
-        def one_holds_one_stopped():
-            held = [marker.exists() for _, marker, _ in attempts]
-            ended = [p.poll() is not None for p in procs]
-            return all(held) or all(ended) or (any(held) and any(ended))
-
-        faults.wait_for(one_holds_one_stopped, 300, "one attempt to hold the run and the other to stop")
-        held = [marker.exists() for _, marker, _ in attempts]
-        assert sum(held) == 1, f"held: {held}; exits: {[p.poll() for p in procs]}"  # the loser never reached stage 1
-        _hidden(spark, night)
-        winner = held.index(True)
-        attempts[winner][1].with_suffix(".release").write_text("go")
-        for p in procs:
-            p.wait(timeout=300)
-    finally:
-        for p in procs:
-            faults.stop(p)
-    logs = [log.read_text() for _, _, log in attempts]
-    loser = 1 - winner
-    assert (procs[winner].returncode, procs[loser].returncode) == (0, 2), logs
-    assert re.search(r"another attempt is running it: attempt \w+|no longer holds the run", logs[loser]), logs[loser]
-    assert "Check the input" not in logs[loser]
-    published_by = re.search(r"published by attempt (\w+)", logs[winner]).group(1)
-    assert faults.statuses(spark, night.out)["night-2"]["attempt_id"] == published_by
-    _as_clean(spark, night)

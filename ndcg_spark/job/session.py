@@ -93,6 +93,10 @@ def build_session(
     return spark
 
 
+#: pyspark 4's Python call sites in Spark's DataFrame error messages (ignored by pyspark 3.5)
+PYTHON_CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
+
+
 def _settings(warehouse_dir: str | Path | None, shuffle_partitions: int | None, *, starts_driver: bool) -> dict[str, str]:
     """ndcg-spark's Spark settings; ``starts_driver``: this call starts the driver (not spark-submit's)."""
     settings = {
@@ -102,6 +106,10 @@ def _settings(warehouse_dir: str | Path | None, shuffle_partitions: int | None, 
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         # run ids are strings ("2026-11-29"), never inferred as dates or numbers on read.
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        # pyspark 4 otherwise sends every Column function's Python call site to the JVM first (a
+        # config read and two more round trips): F.col 13 py4j calls instead of 3. Only Spark's
+        # own error messages lose the Python line; ndcg-spark's errors name their rule and row.
+        PYTHON_CALL_SITES: "false",
     }
     if starts_driver:
         settings["spark.ui.enabled"] = "false"
