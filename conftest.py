@@ -6,7 +6,8 @@ no adaptive re-planning. On this data the compilers cost more than they save (me
 comparison tests 111 s -> 85 s on 2 cores); the results are the same, and the plain-Python oracle
 grid (``tests/test_oracle_agreement.py``, through :func:`production_spark`) and every test that starts
 its own driver (spark-submit, the cluster, the console script in a child process, the benchmark)
-run with Spark's defaults, as a nightly run does.
+run with Spark's defaults, as a nightly run does (the fault tests' child drivers compile with the
+JVM's C1 compiler only: ``tests/faults.py``, ``CHILD_DRIVER_SUBMIT_ARGS``).
 
 At the checkout root so that doctests under ndcg_spark/ get `spark` too. Its SQL warehouse (where
 catalog tables such as ``{table: db.name}`` outputs land) is a temporary folder of the session,

@@ -196,8 +196,16 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+#: a child driver's JVM compiles with C1 only: it lives for one short run on small data, where
+#: C2's compiling costs more than it saves (docs/benchmarks.md, "The test suite")
+CHILD_DRIVER_SUBMIT_ARGS = "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"
+
+
 def env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable, **extra}
+    """A child process's environment: this checkout importable, this interpreter for Python
+    workers, a driver JVM that pyspark starts on the C1 compiler (:data:`CHILD_DRIVER_SUBMIT_ARGS`)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_SUBMIT_ARGS": CHILD_DRIVER_SUBMIT_ARGS, **extra}
 
 
 # ------------------------------------------------------------------------- the console script, broken
