@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName("shell-bench").config("spark.ui.showConsoleProgress", "false")
+    builder = SparkSession.builder.master("local[2]").appName("shell-bench")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
     for setting in args.conf:
         key, _, value = setting.partition("=")
         builder = builder.config(key, value)

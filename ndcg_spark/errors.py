@@ -92,8 +92,8 @@ def missing_file(exc: BaseException) -> str | None:
     'file:/w/per_request/run_id=a/p.parquet'
     >>> missing_file(RuntimeError("[FAILED_READ_FILE.FILE_NOT_EXIST] Error while reading file file:/w/p.parquet. File does not exist."))
     'file:/w/p.parquet'
-    >>> missing_file(RuntimeError("[FAILED_READ_FILE.NO_HINT] ... Caused by: java.nio.file.NoSuchFileException: /w/.p.parquet.crc"))
-    '/w/.p.parquet.crc'
+    >>> missing_file(RuntimeError("[FAILED_READ_FILE.NO_HINT] ... java.nio.file.NoSuchFileException: /w/.p.crc"))
+    '/w/.p.crc'
     >>> missing_file(ValueError("bad grade")) is None
     True
     """

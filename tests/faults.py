@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 from pyspark.sql import functions as F
 
@@ -51,6 +52,12 @@ class Night:
     @property
     def out(self) -> Path:
         return self.root / "out"
+
+
+@pytest.fixture(scope="module", name="night")
+def night_fixture(spark, sample_dir, tmp_path_factory) -> Night:
+    """A test module's two published nights (:func:`two_published_nights`): ``night = faults.night_fixture``."""
+    return two_published_nights(spark, sample_dir, tmp_path_factory.mktemp("night"))
 
 
 def two_published_nights(spark, sample_dir, root: Path) -> Night:

@@ -209,8 +209,12 @@ def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, st
     monkeypatch.setattr(lease_module.time, "sleep", lambda seconds: None)
     assert status_row(spark, status, RUN)["status"] == "complete" and len(calls) == 2
     calls.clear()
-    monkeypatch.setattr(lease_module, "_read_row", lambda *args: calls.append(args) or (_ for _ in ()).throw(
-        RuntimeError("[PARQUET_COLUMN_DATA_TYPE_MISMATCH] not a vanished file")))
+
+    def another_error(*args):
+        calls.append(args)
+        raise RuntimeError("[PARQUET_COLUMN_DATA_TYPE_MISMATCH] not a vanished file")
+
+    monkeypatch.setattr(lease_module, "_read_row", another_error)
     with pytest.raises(RuntimeError, match="not a vanished file"):
         status_row(spark, status, RUN)
     assert len(calls) == 1  # any other error: not read again

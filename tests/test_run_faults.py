@@ -35,10 +35,7 @@ except ImportError:  # pragma: no cover - run from inside tests/
 PATH_OUTPUTS, Night = faults.PATH_OUTPUTS, faults.Night
 
 
-@pytest.fixture(scope="module")
-def night(spark, sample_dir, tmp_path_factory) -> Night:
-    """night-2 of the sample published, and night-1 beside it (:func:`faults.two_published_nights`)."""
-    return faults.two_published_nights(spark, sample_dir, tmp_path_factory.mktemp("night"))
+night = faults.night_fixture  # night-2 of the sample published, night-1 beside it
 
 
 @pytest.fixture(scope="module")

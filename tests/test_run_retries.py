@@ -24,18 +24,12 @@ try:
 except ImportError:  # pragma: no cover - run from inside tests/
     import faults  # type: ignore[no-redef]
 
-PATH_OUTPUTS, Night = faults.PATH_OUTPUTS, faults.Night
-
-
-@pytest.fixture(scope="module")
-def night(spark, sample_dir, tmp_path_factory) -> Night:
-    """night-2 of the sample published, and night-1 beside it (:func:`faults.two_published_nights`)."""
-    return faults.two_published_nights(spark, sample_dir, tmp_path_factory.mktemp("night"))
+night = faults.night_fixture  # night-2 of the sample published, night-1 beside it
 
 
 @pytest.mark.slow
 def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(spark, sample_dir, night, tmp_path):
-    config = faults.write_config(tmp_path / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS, master="local[2,3]")
+    config = faults.write_config(tmp_path / "conf" / "job.yaml", sample_dir, faults.PATH_OUTPUTS, master="local[2,3]")
     marker, log = tmp_path / "failures", tmp_path / "job.log"
     proc = None
     try:
@@ -53,7 +47,7 @@ def test_task_failing_its_first_attempt_under_local_2_3_gives_identical_output(s
 
 
 # ----------------------------------------------------------------------------------- two attempts
-def _held(tmp_path: Path, name: str, night: Night) -> tuple[list[str], Path, Path]:
+def _held(tmp_path: Path, name: str, night: faults.Night) -> tuple[list[str], Path, Path]:
     """An attempt at night-2 (``score``) held once it holds the run, before stage 1."""
     folder = tmp_path / name
     folder.mkdir()
