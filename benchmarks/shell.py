@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.master("local[2]").appName("shell-bench")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for setting in args.conf:
-        key, _, value = setting.partition("=")
+        key, equals, value = setting.partition("=")
+        if not key or not equals:
+            parser.error(f"--conf takes KEY=VALUE, not {setting!r}")
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

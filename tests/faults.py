@@ -56,40 +56,41 @@ class Night:
 
 @pytest.fixture(scope="module", name="night")
 def night_fixture(spark, sample_dir, tmp_path_factory) -> Night:
-    """A test module's two published nights (:func:`two_published_nights`): ``night = faults.night_fixture``."""
-    return two_published_nights(spark, sample_dir, tmp_path_factory.mktemp("night"))
-
-
-def two_published_nights(spark, sample_dir, root: Path) -> Night:
     """A path-output job with night-2 of the sample published by ``run`` (the reference), and
-    night-1, the night before: night-2's partitions copied under their own run id.
+    night-1, the night before: night-2's partitions copied under their own run id. A test module
+    takes it with ``night = faults.night_fixture`` (one night per module).
 
-    A module's tests share its output folder (its ``night`` fixture): each one breaks a run of it
-    and must leave it, after its re-run, exactly as this made it.
+    A module's tests share its output folder: each one breaks a run of it and must leave it, after
+    its re-run, exactly as this made it.
     """
     from ndcg_spark.cli import main
 
+    root = tmp_path_factory.mktemp("night")
     config = write_config(root / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS)
     assert main(["run", "--config", str(config), "--run-id", "night-2"]) == 0
     out = root / "out"
     for name in TABLES:
         shutil.copytree(out / name / "run_id=night-2", out / name / "run_id=night-1")
     per_request, aggregate = (table(spark, out / name) for name in ("per_request", "aggregate"))
-    reference = rows(per_request, "night-2")
+    reference, aggregate_reference = rows(per_request, "night-2"), rows(aggregate, "night-2")
     assert len(reference) == sample_dir.n_requests * 2 * 3  # requests x systems x K
     assert rows(per_request, "night-1") == reference
-    assert rows(aggregate, "night-1") == rows(aggregate, "night-2")
+    assert rows(aggregate, "night-1") == aggregate_reference
     assert_no_duplicates(per_request)
     assert states(spark, out) == {"night-1": "complete", "night-2": "complete"}
     files = {name: part_files(out / name / "run_id=night-1") for name in TABLES}
-    return Night(root, config, reference, rows(aggregate, "night-2"), files)
+    return Night(root, config, reference, aggregate_reference, files)
+
+
+def night_1_files_untouched(night: Night) -> None:
+    for name in TABLES:
+        assert part_files(night.out / name / "run_id=night-1") == night.night_1_files[name], name
 
 
 def night_1_untouched(spark, night: Night) -> None:
-    for name in TABLES:
-        assert part_files(night.out / name / "run_id=night-1") == night.night_1_files[name], name
-    shown = published(spark, night.out)
-    assert rows(shown, "night-1") == night.reference
+    """night-1's files as they were, and its published per-request rows the reference."""
+    night_1_files_untouched(night)
+    assert rows(published(spark, night.out), "night-1") == night.reference
 
 
 def hidden(spark, night: Night) -> None:
@@ -105,7 +106,7 @@ def as_clean(spark, night: Night) -> None:
         assert rows(shown, "night-2") == reference and rows(shown, "night-1") == reference, name
         assert_no_duplicates(table(spark, night.out / name), key)
     assert states(spark, night.out) == {"night-1": "complete", "night-2": "complete"}
-    night_1_untouched(spark, night)
+    night_1_files_untouched(night)  # (its published rows: checked just above)
 
 
 def write_config(path: Path, sample, outputs: dict, **spark: object) -> Path:

@@ -25,15 +25,13 @@ import re
 from pathlib import Path
 
 import pytest
+
 from ndcg_spark.cli import main
 
 try:
     from tests import faults
 except ImportError:  # pragma: no cover - run from inside tests/
     import faults  # type: ignore[no-redef]
-
-PATH_OUTPUTS, Night = faults.PATH_OUTPUTS, faults.Night
-
 
 night = faults.night_fixture  # night-2 of the sample published, night-1 beside it
 
@@ -43,7 +41,7 @@ def stalling_fs(tmp_path_factory) -> dict[str, str]:
     return faults.stalling_fs(tmp_path_factory.mktemp("stalling_fs"))
 
 
-def _after_a_driver_kill(spark, night: Night, capsys) -> None:
+def _after_a_driver_kill(spark, night: faults.Night, capsys) -> None:
     """The dead attempt's night hidden, the night before intact; a re-run refused while the dead
     attempt's row is fresh, then, with --take-over, the clean run's tables."""
     dead = faults.statuses(spark, night.out)["night-2"]
@@ -87,7 +85,7 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
     blocker = night.root / "not-a-folder"
     blocker.write_text("stage 2 cannot write its table here", encoding="utf-8")
     failing = faults.write_config(  # beside the night's YAML: the same outputs, and stage 2 into the file
-        night.root / "conf" / "failing.yaml", sample_dir, {**PATH_OUTPUTS, "aggregate": {"path": str(blocker)}})
+        night.root / "conf" / "failing.yaml", sample_dir, {**faults.PATH_OUTPUTS, "aggregate": {"path": str(blocker)}})
     before_files = faults.part_files(out / "per_request" / "run_id=night-2")
     capsys.readouterr()
     assert main(["run", "--config", str(failing), "--run-id", "night-2"]) == 2
@@ -117,7 +115,7 @@ def test_a_stage_failing_after_the_data_write_is_on_the_record_and_a_rerun_resto
 def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spark, sample_dir, night, tmp_path, capsys):
     out = night.out
     # beside the night's YAML (same outputs); the write keeps its 2 tasks, so one finishes its file
-    killed = faults.write_config(night.root / "conf" / "killed.yaml", sample_dir, PATH_OUTPUTS,
+    killed = faults.write_config(night.root / "conf" / "killed.yaml", sample_dir, faults.PATH_OUTPUTS,
                                  conf={"spark.sql.adaptive.coalescePartitions.enabled": "false"})
     marker, log = tmp_path / "writing", tmp_path / "driver.log"
     cmd = faults.injected_cli(tmp_path, "stall", marker, "score", "--config", str(killed), "--run-id", "night-2")
@@ -135,10 +133,12 @@ def test_driver_killed_mid_write_keeps_previous_night_and_rerun_is_identical(spa
     _after_a_driver_kill(spark, night, capsys)
 
 
-def _commit_killed(night: Night, sample, tmp_path: Path, command: str, stalled_table: str, conf: dict[str, str]) -> Path:
+def _commit_killed(
+    night: faults.Night, sample, tmp_path: Path, command: str, stalled_table: str, conf: dict[str, str]
+) -> Path:
     """Run ``command`` of night-2 in a child whose commit of ``stalled_table``'s partition stalls
     after the old partition was deleted; kill its driver there. Returns the staged files' folder."""
-    config = faults.write_config(night.root / "conf" / "commit.yaml", sample, PATH_OUTPUTS, conf=conf)
+    config = faults.write_config(night.root / "conf" / "commit.yaml", sample, faults.PATH_OUTPUTS, conf=conf)
     marker, log = tmp_path / "committing", tmp_path / "driver.log"
     env = faults.env(NDCG_STALL_RENAME=f"{stalled_table}/run_id=night-2", NDCG_STALL_MARKER=str(marker))
     proc = faults.spawn([*faults.CLI, command, "--config", str(config), "--run-id", "night-2"], log, env=env,
