@@ -12,8 +12,9 @@ from the call to the result; the figure is the best of ``--repeat`` runs, and ``
 number of Spark jobs that call ran (its job group's, from the status tracker); ``JVM CPU`` the
 CPU seconds the driver JVM (in ``local`` mode the executor too) spent on the best run, a figure
 the machine's other load disturbs far less than wall time. The per-request
-table the stage-2 cases read is stage 1's (four K, attributes), cached, as a shell user reads it
-from the warehouse. Figures of the last run: docs/benchmarks.md.
+table the stage-2 cases read is stage 1's (four K, attributes), written to Parquet
+(``data/shell-bench``) and read back cached, as a shell user reads it from the warehouse; the
+pool summary likewise. Figures of the last run: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -60,9 +61,15 @@ def _load_inputs(spark, sample: Path) -> dict:
 
     data = {name: spark.read.parquet(str(sample / name)).cache() for name in ("candidates", "judgments", "attributes")}
     attributes = Attributes(table=data["attributes"], weight="weight", slices=SLICES)
-    data["per_request"] = score_requests(data["candidates"], data["judgments"], Contract(),
-                                         attributes=attributes).cache()
-    data["pools"] = pool_summary(data["candidates"], data["judgments"], Contract()).cache()
+    written = {
+        "per_request": score_requests(data["candidates"], data["judgments"], Contract(), attributes=attributes),
+        "pools": pool_summary(data["candidates"], data["judgments"], Contract()),
+    }
+    for name, df in written.items():
+        path = str(sample.parent / "shell-bench" / name)
+        df.write.mode("overwrite").parquet(path)
+        data[name] = spark.read.parquet(path).cache()
+        data[name].count()
     return data, attributes
 
 

@@ -173,6 +173,7 @@ def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, m
     if is_connect(spark):
         pytest.skip("a Connect client builds Columns without the JVM")
     assert spark.conf.get(PYTHON_CALL_SITES) == "false"
+    F.col("warm")  # the first call in a process also loads the functions' JVM classes
     sent = []
     original = py4j.clientserver.ClientServerConnection.send_command
     monkeypatch.setattr(
@@ -181,3 +182,40 @@ def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, m
     )
     F.col("position")
     assert 0 < len(sent) <= 4, len(sent)
+
+
+@pytest.mark.parametrize("session_value", [None, "false"])
+def test_an_intermediate_result_is_cached_in_coalesced_partitions(spark, session_value):
+    """docs/operations.md, "Spark settings": an aggregate ndcg-spark caches for later jobs keeps
+    adaptive execution's coalesced partitions, not spark.sql.shuffle.partitions nearly empty ones
+    (Spark's default since 3.4); the session's own setting is left as it was."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.frames import CACHED_PLAN_PARTITIONING, persist_coalesced
+
+    conf = spark.conf
+    saved = {key: conf.get(key) for key in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")}
+    conf.set("spark.sql.adaptive.enabled", "true")
+    conf.set("spark.sql.shuffle.partitions", "50")
+    if session_value is None:
+        conf.unset(CACHED_PLAN_PARTITIONING)
+    else:
+        conf.set(CACHED_PLAN_PARTITIONING, session_value)
+    plain = coalesced = None
+    try:
+        def counted(modulus: int):  # two plans, so that neither cache serves the other
+            return spark.range(2000).groupBy((F.col("id") % modulus).alias("request")).agg(F.count("*").alias("n"))
+
+        plain = counted(300).persist()
+        coalesced = persist_coalesced(counted(301))
+        assert conf.get(CACHED_PLAN_PARTITIONING, None) == session_value
+        assert plain.rdd.getNumPartitions() == 50
+        assert coalesced.rdd.getNumPartitions() < 50
+        assert sorted(tuple(r) for r in coalesced.collect()) == [(i, 7 if i < 2000 % 301 else 6) for i in range(301)]
+    finally:
+        for df in (plain, coalesced):
+            if df is not None:
+                df.unpersist()
+        conf.unset(CACHED_PLAN_PARTITIONING)
+        for key, value in saved.items():
+            conf.set(key, value)

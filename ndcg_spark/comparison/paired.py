@@ -66,7 +66,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -76,7 +75,7 @@ from ndcg_spark.comparison.replicates import RESAMPLED_COLUMNS, UNIT_SUM, resamp
 from ndcg_spark.comparison.sides import Sides, describe_sides, join_sides, slice_columns
 from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import InputError
-from ndcg_spark.frames import join_null_safe
+from ndcg_spark.frames import join_null_safe, persist_coalesced
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import OVERALL, roll_up
 
@@ -170,7 +169,7 @@ def compare(
     sides = describe_sides(per_request, spec)
     slices = slice_columns(per_request, spec)
     # Used by the guard, the point estimates and the replicates: computed once, released below.
-    joined = join_sides(per_request, pools, spec, sides, slices).persist(StorageLevel.MEMORY_AND_DISK)
+    joined = persist_coalesced(join_sides(per_request, pools, spec, sides, slices))
     try:
         check = check_pools(joined, spec, sides)
         table = _comparison(joined, spec, sides, check, slices)

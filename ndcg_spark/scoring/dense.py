@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import math
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.frames import join_null_safe
+from ndcg_spark.frames import join_null_safe, persist_coalesced
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
@@ -169,7 +168,7 @@ def score_dense_requests(
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
-    summed = aggregate_dense(rows, contract, varying, levels).persist(StorageLevel.MEMORY_AND_DISK)
+    summed = persist_coalesced(aggregate_dense(rows, contract, varying, levels))
     # one job computes the cached aggregation and counts what it does not serve (a count, not a
     # limited collect: a limit would scan the cached partitions in growing rounds, a job each)
     unserved = summed.filter(~F.col("_served")).select(*varying)

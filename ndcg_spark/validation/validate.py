@@ -50,12 +50,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import ValidationSpec
+from ndcg_spark.frames import persist_coalesced
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.validation.accounting import RowAccounting, RuleCounts, ValidatedInputs
 from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
@@ -178,7 +178,7 @@ def _quarantined(
     counted and checked (rules handled as ``error``, the maximum share); the rows that passed."""
     flagged = flag_every_rule(rows, contract, spec, quarantining=True)
     for name, (table, df) in flagged.items():
-        flagged[name] = (table, df.persist(StorageLevel.MEMORY_AND_DISK))
+        flagged[name] = (table, persist_coalesced(df))
     cached = tuple(df for _, df in flagged.values())
     try:
         counts = count_flagged_rows(flagged)
