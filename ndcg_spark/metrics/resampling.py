@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ndcg_spark.frames import spread_over_cores
+
 __all__ = ["cell_hash", "expand_replicates", "group_unit", "poisson_weight", "random_group", "sign_flip"]
 
 
@@ -153,7 +155,7 @@ def expand_replicates(
     if n < 1:
         raise ValueError("expand_replicates: give bootstrap or sign_flips a positive number of replicates")
     r = F.col(replicate)
-    expanded = units.select("*", F.explode(F.sequence(F.lit(1), F.lit(n))).alias(replicate))
+    expanded = spread_over_cores(units, unit).select("*", F.explode(F.sequence(F.lit(1), F.lit(n))).alias(replicate))
     if bootstrap:
         draws = poisson_weight(seed, r, unit)
         expanded = expanded.withColumn(count, draws if bootstrap == n else F.when(r <= bootstrap, draws))
