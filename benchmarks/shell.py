@@ -68,8 +68,7 @@ def _load_inputs(spark, sample: Path) -> dict:
     for name, df in written.items():
         path = str(sample.parent / "shell-bench" / name)
         df.write.mode("overwrite").parquet(path)
-        data[name] = spark.read.parquet(path).cache()
-        data[name].count()
+        data[name] = spark.read.parquet(path).cache()  # filled by main's row counts
     return data, attributes
 
 

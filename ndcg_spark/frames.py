@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 
+from ndcg_spark.job.session import default_parallelism
+
 # Spark's flag letting adaptive execution coalesce the shuffle partitions of a plan being cached;
 # off by default (since 3.4), so a cached aggregate keeps spark.sql.shuffle.partitions (200)
 # partitions and every later job over it runs 200 tasks of a few rows each.
@@ -48,13 +50,5 @@ def spread_over_cores(df: DataFrame, key: Column) -> DataFrame:
     by the bytes before it and puts a few thousand requests in one task, so 20 million expanded
     rows ran on one core while the other waited (the sample's comparison: 20 s in one task).
     A Spark Connect client that is not told the server's parallelism leaves ``df`` as it is."""
-    cores = _default_parallelism(df)
+    cores = default_parallelism(df.sparkSession)
     return df if cores is None else df.repartition(cores, key)
-
-
-def _default_parallelism(df: DataFrame) -> int | None:
-    spark = df.sparkSession
-    if not type(spark).__module__.startswith("pyspark.sql.connect"):
-        return spark.sparkContext.defaultParallelism
-    configured = spark.conf.get("spark.default.parallelism", None)
-    return int(configured) if configured else None

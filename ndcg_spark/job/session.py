@@ -44,6 +44,15 @@ def application_id(spark: SparkSession) -> str | None:
         return None
 
 
+def default_parallelism(spark: SparkSession) -> int | None:
+    """How many tasks the session runs at once by default (its cores), or None when a Spark
+    Connect session does not say (``spark.default.parallelism`` unset on the server)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return int(configured) if configured else None
+
+
 def build_session(
     master: str | None = "local[*]",
     app_name: str = "ndcg-spark",
