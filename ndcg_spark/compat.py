@@ -7,7 +7,7 @@ supported version (``tests/test_versions.py`` checks the per-request rows across
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 #: ``Column.try_cast`` arrived in pyspark 4.0; 3.5 has TRY_CAST only in its SQL.
@@ -28,6 +28,17 @@ def try_cast_column(name: str, type_name: str) -> Column:
     if HAS_COLUMN_TRY_CAST:
         return F.col(_quoted(name)).try_cast(type_name)
     return F.expr(f"try_cast({_quoted(name)} AS {type_name})")
+
+
+def coalesces_cached_plans_safely(session: SparkSession) -> bool:
+    """Whether the session's Spark (the JVM's, which may differ from this pyspark under Spark
+    Connect) may be let to coalesce the partitions of a plan being cached: 4.0 and later.
+
+    Spark 3.5.0 coalesces them by default and a join over such a cache can lose rows
+    (SPARK-45282, a correctness bug); 3.5.1 fixed it by not coalescing a cached plan's last
+    stage at all. So on 3.5 the session's own setting is left alone."""
+    major = session.version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 4
 
 
 def _quoted(name: str) -> str:

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 
+from ndcg_spark.compat import coalesces_cached_plans_safely
 from ndcg_spark.job.session import default_parallelism
 
 # Spark's flag letting adaptive execution coalesce the shuffle partitions of a plan being cached;
-# off by default (since 3.4), so a cached aggregate keeps spark.sql.shuffle.partitions (200)
+# off by default on Spark 4, so a cached aggregate keeps spark.sql.shuffle.partitions (200)
 # partitions and every later job over it runs 200 tasks of a few rows each.
 CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
@@ -31,7 +32,11 @@ def persist_coalesced(df: DataFrame) -> DataFrame:
     shuffle partitions (:data:`CACHED_PLAN_PARTITIONING` set only while the plan is cached: Spark
     fixes it then; the session's own setting is restored after). Every job that reads the cache
     then runs a few tasks instead of ``spark.sql.shuffle.partitions`` nearly empty ones: on the
-    sample, a groupBy over the cached per-request rows 6.4 s -> 0.3 s (docs/benchmarks.md)."""
+    sample, a groupBy over the cached per-request rows 6.4 s -> 0.3 s (docs/benchmarks.md).
+    On Spark 3.5 the session's setting stays as it is
+    (:func:`~ndcg_spark.compat.coalesces_cached_plans_safely`)."""
+    if not coalesces_cached_plans_safely(df.sparkSession):
+        return df.persist(StorageLevel.MEMORY_AND_DISK)
     conf = df.sparkSession.conf
     before = conf.get(CACHED_PLAN_PARTITIONING, None)
     conf.set(CACHED_PLAN_PARTITIONING, "true")
