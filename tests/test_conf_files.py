@@ -102,7 +102,7 @@ def test_local_yaml_as_shipped_runs_compares_and_reports(spark, checkout, capsys
     assert status == 0, err
     assert "hybrid (candidate) vs bm25 (baseline): reranker comparison" in out
     assert f"contract {README_FINGERPRINT}; NDCG ideal: contract; 1000 bootstrap replicates (95% intervals), " \
-           "1000 sign flips, seed 0" in out
+           "1000 sign flips over random groups (1024 per slice cell), seed 0" in out
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
 
     warehouse = checkout / "warehouse"

@@ -23,7 +23,7 @@ from ndcg_spark.aggregation.columns import GROUP_KEYS
 from ndcg_spark.aggregation.point import Groups, means
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.metrics.resampling import expand_replicates, group_unit, random_group
+from ndcg_spark.metrics.resampling import expand_replicates, random_group_units
 from ndcg_spark.metrics.slices import percentile_interval, roll_up
 
 __all__ = ["GROUPS_PER_PASS", "bootstrap_intervals"]
@@ -81,7 +81,7 @@ def _replicate_means(
     """One pass over the groups ``chunk``: per group x slice x replicate, the two means."""
     units, term_names = _fixed_point_terms(_one_row_per_request(part, slice_cols, chunk), slice_cols, chunk, groups)
     if spec.buckets:
-        units = _random_groups(units, spec, slice_cols, term_names)
+        units = random_group_units(units, "_unit", spec.seed, spec.buckets, slice_cols, term_names)
     drawn = expand_replicates(units, F.col("_unit"), spec.seed, bootstrap=spec.replicates)
     count = F.col("_count")
     rolled = roll_up(drawn, ["_replicate"], spec.slices, slice_cols, {n: F.sum(count * F.col(n)) for n in term_names})
@@ -130,15 +130,3 @@ def _fixed_point_terms(
             term_names += [*w.names(f"weighted_ndcg_sum_{i}"), *w.names(f"eligible_weight_sum_{i}")]
     unit = F.coalesce(F.col("_duplicate").cast("string"), F.col("request_id")).alias("_unit")
     return wide.select(*slice_cols, *terms, unit), term_names
-
-
-def _random_groups(units: DataFrame, spec: AggregateSpec, slice_cols: list[str], term_names: list[str]) -> DataFrame:
-    """The random-group bootstrap's units: within each slice cell, requests hashed into
-    ``spec.buckets`` groups whose terms are summed (exactly: drawing a group ``c`` times adds
-    ``c`` times each member's terms)."""
-    group = random_group(spec.seed, F.col("_unit"), spec.buckets)
-    return (
-        units.groupBy(*slice_cols, group.alias("_random_group"))
-        .agg(*[F.sum(n).alias(n) for n in term_names])
-        .select(*slice_cols, *term_names, group_unit(F.col("_random_group"), slice_cols).alias("_unit"))
-    )

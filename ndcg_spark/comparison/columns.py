@@ -66,6 +66,7 @@ COMPARISON_COLUMNS = (
     "bootstrap_replicates",
     "permutations",
     "seed",
+    "bootstrap_buckets",
     "contract_fingerprint",
     "code_version",
     "created_at",

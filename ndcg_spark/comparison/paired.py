@@ -143,10 +143,12 @@ def compare(
     Notes
     -----
     *Interval*: percentile interval of ``spec.replicates`` paired Poisson-bootstrap
-    replicates (each request drawn with a Poisson(1) count, the same for both sides).
+    replicates (each unit drawn with a Poisson(1) count, the same for both sides; the unit is a
+    random group of a slice cell's paired requests, ``spec.buckets`` per cell, or with
+    ``buckets=0`` a single request).
     *p-value*: two-sided sign-flip randomization test of "the two sides are exchangeable within a
     request": ``(1 + #{r : |T_r| >= |T|}) / (R + 1)`` with ``T = sum(d_i)`` (macro) or
-    ``sum(w_i d_i)`` (weighted) and ``T_r`` the same sum with each request's delta multiplied by a
+    ``sum(w_i d_i)`` (weighted) and ``T_r`` the same sum with each unit's deltas multiplied by a
     random sign; ties up to :data:`~ndcg_spark.comparison.replicates.EXTREME_TOLERANCE` × sum |d_i|
     count as extreme.
     *Recall*: over the requests present on both sides that have a known positive.
@@ -339,6 +341,7 @@ def _stamps(
         "bootstrap_replicates": F.lit(replicates).cast("int"),
         "permutations": F.lit(permutations).cast("int"),
         "seed": F.lit(spec.seed).cast("long"),
+        "bootstrap_buckets": F.lit(spec.buckets).cast("int"),
         "contract_fingerprint": F.lit(sides.contract_fingerprint),
         "code_version": F.lit(code_version),
         "created_at": F.lit(created_at).cast("timestamp"),

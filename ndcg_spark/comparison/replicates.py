@@ -1,9 +1,10 @@
 """The paired bootstrap interval and the sign-flip test of a comparison, from exact replicate sums.
 
-Each paired request is expanded once into ``max(replicates, permutations)`` replicates
-(:func:`~ndcg_spark.metrics.resampling.expand_replicates`), carrying its deltas at every K side
-by side, with its Poisson count (bootstrap) and its sign (sign-flip test) -- pure functions of
-``(seed, replicate, request_id)``. The sums of a replicate are exact fixed-point sums
+Each resampling unit -- a paired request, or by default a random group of a slice cell's paired
+requests (``buckets``, as in the aggregates) -- is expanded once into ``max(replicates,
+permutations)`` replicates (:func:`~ndcg_spark.metrics.resampling.expand_replicates`), carrying
+its summed deltas at every K side by side, with its Poisson count (bootstrap) and its sign
+(sign-flip test) -- pure functions of ``(seed, replicate, unit)``. The sums of a replicate are exact fixed-point sums
 (:class:`~ndcg_spark.metrics.exact.FixedPoint`), taken per finest slice cell and rolled up to every
 slice (:func:`~ndcg_spark.metrics.slices.roll_up`), so the expansion is repeated neither per K nor
 per slice dimension, and the intervals and p-values are the same bits under any partitioning.
@@ -19,7 +20,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.exact import FixedPoint
-from ndcg_spark.metrics.resampling import expand_replicates
+from ndcg_spark.metrics.resampling import expand_replicates, random_group_units
 from ndcg_spark.metrics.slices import percentile_interval, roll_up
 
 __all__ = ["EXTREME_TOLERANCE", "RESAMPLED_COLUMNS", "UNIT_SUM", "resampled_statistics"]
@@ -89,10 +90,24 @@ def _extremes(flipped: Column, observed: str, scale: str, spec: CompareSpec) -> 
     return F.count(F.when((F.col("replicate") <= spec.permutations) & extreme, True))
 
 
-def _request_terms(rows: DataFrame, n_slices: int, ks: Sequence[int], weight_sum: FixedPoint) -> DataFrame:
+def _resampling_units(
+    rows: DataFrame, spec: CompareSpec, n_slices: int, ks: Sequence[int], weight_sum: FixedPoint
+) -> DataFrame:
+    """One row per resampling unit (column ``unit``): per K (index ``i``) how many of its requests
+    are scored there and the sums of their fixed-point delta, weight and weighted delta. The unit
+    is a paired request (``spec.buckets`` 0) or a random group of a slice cell's paired requests."""
+    slice_cols = [f"slice_{i}" for i in range(n_slices)]
+    terms = _request_terms(rows, slice_cols, ks, weight_sum)
+    if not spec.buckets:
+        return terms.withColumnRenamed("request_id", "unit")
+    names = [c for c in terms.columns if c not in ("request_id", *slice_cols)]
+    return random_group_units(terms, "request_id", spec.seed, spec.buckets, slice_cols, names).withColumnRenamed(
+        "request_id", "unit")
+
+
+def _request_terms(rows: DataFrame, slice_cols: list[str], ks: Sequence[int], weight_sum: FixedPoint) -> DataFrame:
     """One row per paired request: per K (index ``i``) whether it is scored there and its
     fixed-point delta, weight and weighted delta."""
-    slice_cols = [f"slice_{i}" for i in range(n_slices)]
     by_request = (
         rows.filter(F.col("paired"))
         .groupBy("request_id", *slice_cols)
@@ -117,7 +132,7 @@ def _replicate_sums(
     """Per slice × K × replicate: the exact bootstrap sums (``drawn_*``) and sign-flip sums (``flipped_*``)."""
     slice_cols = [f"slice_{i}" for i in range(len(slices))]
     expanded = expand_replicates(
-        _request_terms(rows, len(slices), ks, weight_sum), F.col("request_id"), spec.seed,
+        _resampling_units(rows, spec, len(slices), ks, weight_sum), F.col("unit"), spec.seed,
         bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate", count="draws", sign="sign",
     )
     names = list(_sums_at(0, spec))

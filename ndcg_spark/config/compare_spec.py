@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
+    MAX_BUCKETS,
     MAX_REPLICATES,
+    MIN_BUCKETS,
     MIN_PERMUTATIONS,
     MIN_REPLICATES,
     bootstrap_fields,
@@ -92,6 +94,10 @@ class CompareSpec:
     seed : seeds both (YAML ``bootstrap.seed``); the same seed and data give the same numbers.
     slices : slice columns of the per-request table to break the comparison down by; ``None``
         (default) takes every slice column present.
+    buckets : the resampling unit of both the bootstrap and the sign flips (YAML
+        ``bootstrap.buckets``). ``0``: every paired request on its own; else (default 1024, at
+        least 16) the requests of each slice cell hashed into that many random groups, as in the
+        aggregates (docs/statistics.md, "The resampling unit: random groups").
 
     Examples
     --------
@@ -113,6 +119,7 @@ class CompareSpec:
     permutations: int = 1000
     seed: int = 0
     slices: tuple[str, ...] | None = None
+    buckets: int = 1024
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "baseline", Side.parse(self.baseline, "compare.baseline"))
@@ -144,6 +151,8 @@ class CompareSpec:
         require_replicates(self.permutations, "compare.permutations", minimum=MIN_PERMUTATIONS,
                            maximum=MAX_REPLICATES, zero_means="none")
         require_seed(self.seed, "compare.bootstrap.seed")
+        require_replicates(self.buckets, "compare.bootstrap.buckets", minimum=MIN_BUCKETS, maximum=MAX_BUCKETS,
+                           zero_means="resample single requests")
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "compare") -> CompareSpec:
@@ -154,7 +163,8 @@ class CompareSpec:
         for key in ("baseline", "candidate"):
             if key not in data:
                 raise ContractError(f"{path}.{key}", "is required (a system name)")
-        resampling = bootstrap_fields(data.get("bootstrap"), f"{path}.bootstrap", ("level", "replicates", "seed"))
+        resampling = bootstrap_fields(data.get("bootstrap"), f"{path}.bootstrap",
+                                      ("level", "replicates", "seed", "buckets"))
         kwargs = {k: data[k] for k in ("baseline", "candidate", "kind", "tie_tolerance", "min_paired", "permutations")
                   if k in data}
         if "slices" in data:
@@ -172,7 +182,8 @@ class CompareSpec:
             "kind": self.kind,
             "tie_tolerance": self.tie_tolerance,
             "min_paired": self.min_paired,
-            "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed},
+            "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed,
+                          "buckets": self.buckets},
             "permutations": self.permutations,
             "slices": None if self.slices is None else list(self.slices),
         }

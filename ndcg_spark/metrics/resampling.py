@@ -19,7 +19,15 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.frames import spread_over_cores
 
-__all__ = ["cell_hash", "expand_replicates", "group_unit", "poisson_weight", "random_group", "sign_flip"]
+__all__ = [
+    "cell_hash",
+    "expand_replicates",
+    "group_unit",
+    "poisson_weight",
+    "random_group",
+    "random_group_units",
+    "sign_flip",
+]
 
 
 def _poisson_cdf() -> tuple[float, ...]:
@@ -118,6 +126,37 @@ def group_unit(group: Column, cell_columns: Sequence[str]) -> Column:
     """The resampling unit of a random group: ``"<group>:<cell hash>"``, so the groups of different
     slice cells are drawn independently."""
     return F.concat_ws(":", group.cast("string"), cell_hash(cell_columns).cast("string"))
+
+
+def random_group_units(
+    units: DataFrame, unit: str, seed: int, buckets: int, cells: Sequence[str], terms: Sequence[str]
+) -> DataFrame:
+    """The random-group bootstrap's units: within each slice cell (the values of ``cells``), the
+    rows of ``units`` hashed by their column ``unit`` into ``buckets`` groups (:func:`random_group`)
+    and their ``terms`` summed, exactly (drawing a group ``c`` times adds ``c`` times each member's
+    terms; flipping its sign flips all of them). The group is the new ``unit`` (:func:`group_unit`).
+
+    Examples
+    --------
+    >>> rows = spark.createDataFrame([(f"q{i}", "rare" if i % 3 else "common", 1) for i in range(60)],
+    ...                              "request_id string, rarity string, n long")
+    >>> units = random_group_units(rows, "request_id", 7, 16, ["rarity"], ["n"])
+    >>> units.groupBy("rarity").agg(F.sum("n").alias("requests"), (F.count("*") <= 16).alias("grouped")).orderBy(
+    ...     "rarity").show()
+    +------+--------+-------+
+    |rarity|requests|grouped|
+    +------+--------+-------+
+    |common|      20|   true|
+    |  rare|      40|   true|
+    +------+--------+-------+
+    <BLANKLINE>
+    """
+    group = random_group(seed, F.col(unit), buckets)
+    return (
+        units.groupBy(*cells, group.alias("_random_group"))
+        .agg(*[F.sum(name).alias(name) for name in terms])
+        .select(*cells, *terms, group_unit(F.col("_random_group"), cells).alias(unit))
+    )
 
 
 def expand_replicates(

@@ -38,6 +38,7 @@ __all__ = [
     "is_true",
     "mean_cell",
     "plain",
+    "resampling_unit",
     "safe_name",
     "sort_key",
     "td",
@@ -82,6 +83,18 @@ def fmt_points(x: Any) -> str:
 def fmt_interval(lo: Any, hi: Any, fmt: Callable[[Any], str] = fmt_mean) -> str:
     """``[lo, hi]`` with ``fmt``; empty when either bound is missing."""
     return "" if lo is None or hi is None else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def resampling_unit(buckets: Any) -> str:
+    """What a comparison resampled, as a clause (``bootstrap_buckets``; empty for a table written
+    before it was stamped).
+
+    >>> resampling_unit(1024), resampling_unit(0), resampling_unit(None)
+    (' over random groups (1024 per slice cell)', ' over single requests', '')
+    """
+    if buckets is None:
+        return ""
+    return " over single requests" if int(buckets) == 0 else f" over random groups ({int(buckets)} per slice cell)"
 
 
 def is_true(value: Any) -> bool:

@@ -20,6 +20,7 @@ from ndcg_spark.report.format import (
     fmt_mean,
     fmt_p,
     is_true,
+    resampling_unit,
     safe_name,
     sort_key,
     td,
@@ -69,7 +70,8 @@ def _settings(first: Row, b: str, c: str) -> str:
             f"<code>{escape(first.get('candidate_pool_version'))}</code>. NDCG ideal: "
             f"<code>{escape(first.get('ndcg_ideal'))}</code>. Delta = candidate − baseline over paired requests "
             f"(both sides have an NDCG); {escape(first.get('bootstrap_replicates'))} paired bootstrap replicates, "
-            f"{escape(first.get('permutations'))} sign flips, seed {escape(first.get('seed'))}, tie when |delta| ≤ "
+            f"{escape(first.get('permutations'))} sign flips{escape(resampling_unit(first.get('bootstrap_buckets')))}, "
+            f"seed {escape(first.get('seed'))}, tie when |delta| ≤ "
             f"{escape(first.get('tie_tolerance'))}.</p>")
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ndcg_spark.report.format import OVERALL
+from ndcg_spark.report.format import OVERALL, resampling_unit
 from ndcg_spark.report.text_guardrails import format_guardrails
 from ndcg_spark.report.text_runs import format_runs
 
@@ -220,8 +220,9 @@ def _comparison_header(first: Mapping[str, Any], top: Mapping[str, Any]) -> list
         f"comparison of run {first['run_id']}: {c} (candidate) vs {b} (baseline): {first['comparison_kind']} comparison",
         f"  pools: {b} {first['baseline_pool_version']}, {c} {first['candidate_pool_version']}; {pools}",
         f"  contract {first['contract_fingerprint']}; NDCG ideal: {first['ndcg_ideal']}; "
-        f"{first['bootstrap_replicates']} bootstrap replicates{level}, {first['permutations']} sign flips, "
-        f"seed {first['seed']}, tie if |delta| <= {first['tie_tolerance']:g}",
+        f"{first['bootstrap_replicates']} bootstrap replicates{level}, {first['permutations']} sign flips"
+        f"{resampling_unit(first.get('bootstrap_buckets'))}, seed {first['seed']}, "
+        f"tie if |delta| <= {first['tie_tolerance']:g}",
     ]
 
 
