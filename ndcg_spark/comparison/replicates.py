@@ -97,24 +97,24 @@ def _resampling_units(
     are scored there and the sums of their fixed-point delta, weight and weighted delta. The unit
     is a paired request (``spec.buckets`` 0) or a random group of a slice cell's paired requests."""
     slice_cols = [f"slice_{i}" for i in range(n_slices)]
-    terms = _request_terms(rows, slice_cols, ks, weight_sum)
+    requests, term_names = _request_terms(rows, slice_cols, ks, weight_sum)
     if not spec.buckets:
-        return terms.withColumnRenamed("request_id", "unit")
-    names = [c for c in terms.columns if c not in ("request_id", *slice_cols)]
-    return random_group_units(terms, "request_id", spec.seed, spec.buckets, slice_cols, names).withColumnRenamed(
-        "request_id", "unit")
+        return requests
+    return random_group_units(requests, "unit", spec.seed, spec.buckets, slice_cols, term_names)
 
 
-def _request_terms(rows: DataFrame, slice_cols: list[str], ks: Sequence[int], weight_sum: FixedPoint) -> DataFrame:
-    """One row per paired request: per K (index ``i``) whether it is scored there and its
-    fixed-point delta, weight and weighted delta."""
+def _request_terms(
+    rows: DataFrame, slice_cols: list[str], ks: Sequence[int], weight_sum: FixedPoint
+) -> tuple[DataFrame, list[str]]:
+    """One row per paired request (its id as ``unit``): per K (index ``i``) whether it is scored
+    there and its fixed-point delta, weight and weighted delta; and the names of those terms."""
     by_request = (
         rows.filter(F.col("paired"))
         .groupBy("request_id", *slice_cols)
         .agg(F.max("weight").alias("weight"),
              *[F.max(F.when(F.col("k") == k, F.col("delta"))).alias(f"delta_{i}") for i, k in enumerate(ks)])
     )
-    weight, terms = F.col("weight"), []
+    weight, terms, names = F.col("weight"), [], []
     for i in range(len(ks)):
         delta = F.col(f"delta_{i}")
         terms += [
@@ -123,7 +123,9 @@ def _request_terms(rows: DataFrame, slice_cols: list[str], ks: Sequence[int], we
             *weight_sum.parts(F.when(delta.isNotNull(), weight), f"weight_{i}"),
             *weight_sum.parts(weight * delta, f"weighted_delta_{i}"),
         ]
-    return by_request.select("request_id", *slice_cols, *terms)
+        names += [f"scored_{i}", *[n for term in ("delta", "weight", "weighted_delta")
+                                   for n in FixedPoint.names(f"{term}_{i}")]]
+    return by_request.select(F.col("request_id").alias("unit"), *slice_cols, *terms), names
 
 
 def _replicate_sums(

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
-    MAX_BUCKETS,
     MAX_REPLICATES,
-    MIN_BUCKETS,
     MIN_REPLICATES,
     bootstrap_fields,
+    require_buckets,
     quantiles,
     require_level,
     require_replicates,
@@ -83,8 +82,7 @@ class AggregateSpec:
         require_replicates(self.replicates, "aggregate.bootstrap.replicates", minimum=MIN_REPLICATES,
                            maximum=MAX_REPLICATES, zero_means="no interval")
         require_seed(self.seed, "aggregate.bootstrap.seed")
-        require_replicates(self.buckets, "aggregate.bootstrap.buckets", minimum=MIN_BUCKETS, maximum=MAX_BUCKETS,
-                           zero_means="resample single requests")
+        require_buckets(self.buckets, "aggregate.bootstrap.buckets")
         w = self.default_weight
         if w is not None:
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:

@@ -27,6 +27,7 @@ __all__ = [
     "MIN_REPLICATES",
     "bootstrap_fields",
     "quantiles",
+    "require_buckets",
     "require_level",
     "require_replicates",
     "require_seed",
@@ -74,6 +75,13 @@ def require_replicates(value: Any, path: str, *, minimum: int, maximum: int, zer
             path, f"must be 0 ({zero_means}) or an integer from {minimum} to {maximum}, got {value!r}"
         )
     return value
+
+
+def require_buckets(value: Any, path: str) -> int:
+    """The random groups per slice cell of a bootstrap: 0 (single requests) or an integer in
+    ``[MIN_BUCKETS, MAX_BUCKETS]``."""
+    return require_replicates(value, path, minimum=MIN_BUCKETS, maximum=MAX_BUCKETS,
+                              zero_means="resample single requests")
 
 
 def require_seed(value: Any, path: str) -> int:

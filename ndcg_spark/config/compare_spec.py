@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
-    MAX_BUCKETS,
     MAX_REPLICATES,
-    MIN_BUCKETS,
     MIN_PERMUTATIONS,
     MIN_REPLICATES,
     bootstrap_fields,
+    require_buckets,
     require_level,
     require_replicates,
     require_seed,
@@ -151,8 +150,7 @@ class CompareSpec:
         require_replicates(self.permutations, "compare.permutations", minimum=MIN_PERMUTATIONS,
                            maximum=MAX_REPLICATES, zero_means="none")
         require_seed(self.seed, "compare.bootstrap.seed")
-        require_replicates(self.buckets, "compare.bootstrap.buckets", minimum=MIN_BUCKETS, maximum=MAX_BUCKETS,
-                           zero_means="resample single requests")
+        require_buckets(self.buckets, "compare.bootstrap.buckets")
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "compare") -> CompareSpec:
