@@ -204,9 +204,11 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-#: a child driver's JVM compiles with C1 only: it lives for one short run on small data, where
-#: C2's compiling costs more than it saves (docs/benchmarks.md, "The test suite")
-CHILD_DRIVER_SUBMIT_ARGS = "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"
+#: the JVMs the tests start (child drivers, a cluster's daemons and executors, the benchmark's
+#: contenders) compile with C1 only: each lives for one short run on small data, where C2's
+#: compiling costs more than it saves (docs/benchmarks.md, "The test suite")
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {C1_ONLY} pyspark-shell"
 
 
 def env(**extra: str) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,11 @@ from pyspark.sql import functions as F
 from ndcg_spark.cli import main
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.run import run_job
+
+try:
+    from tests import faults
+except ImportError:  # pragma: no cover - run from inside tests/
+    import faults  # type: ignore[no-redef]
 
 N_REQUESTS = 200  # the shared sample (tests/conftest.py: sample_dir)
 KS = (1, 3, 5, 10)
@@ -52,10 +56,9 @@ def _per_request(spark, root: Path):
 @pytest.mark.slow  # a second driver JVM
 def test_console_script_in_its_own_session_then_read_back_here(spark, job):
     root, config = job
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     done = subprocess.run(
         [sys.executable, "-m", "ndcg_spark.cli", "score", "--config", str(config), "--run-id", "night-1"],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True, text=True, timeout=300, env=faults.env(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "macro NDCG" in done.stdout and "night-1" in done.stdout
