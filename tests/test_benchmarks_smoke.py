@@ -35,9 +35,8 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     result_file = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--rows", "20000", "--check", "--replicates", "20",
-         "--shuffle-partitions", "2",
-         "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"),
-         "--json", str(result_file)],
+         "--shuffle-partitions", "2", "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy",
+         "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--json", str(result_file)],
         cwd=ROOT, capture_output=True, text=True, timeout=1800,
         env={**os.environ, "PYSPARK_SUBMIT_ARGS": faults.CHILD_DRIVER_SUBMIT_ARGS},  # a smoke: no figure is kept
     )
