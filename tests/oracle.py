@@ -68,6 +68,7 @@ __all__ = [
     "prepare",
     "score_prepared",
     "score_all",
+    "score_sample_folder",
     "ndcg_of_grades",
 ]
 
@@ -328,6 +329,18 @@ def score_all(
     n_positive, n_unjudged_in_top_k}}``.
     """
     return score_prepared(prepare(candidate_rows, judgment_rows), **contract)
+
+
+def score_sample_folder(spark, data: Any, **contract: Any) -> dict[tuple[str, str | None, int], dict[str, Any]]:
+    """:func:`score_all` of a sample folder written by ``ndcg-spark sample`` (its ``candidates`` and
+    ``judgments`` Parquet, read with ``spark`` and collected), K 1, 3, 5, 10 and unjudged
+    ``separate`` as ``conf/*.yaml`` declare, plus ``contract``. The oracle's request is (request,
+    system): the system key is ``<system>|<pool_version>``, so each system's pool stays apart."""
+    cands = [r.asDict() for r in spark.read.parquet(f"{data}/candidates").collect()]
+    judgments = [r.asDict() for r in spark.read.parquet(f"{data}/judgments").collect()]
+    for c in cands:
+        c["system"] = f"{c['system']}|{c['pool_version']}"
+    return score_all(cands, judgments, k=[1, 3, 5, 10], unjudged="separate", **contract)
 
 
 def ndcg_of_grades(grades: Sequence[float], k: int, gain: Any = "exponential") -> float | None:

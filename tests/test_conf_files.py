@@ -1,7 +1,10 @@
 """The job YAMLs the checkout ships (``conf/local.yaml``, ``conf/compare_pools.yaml``), loaded and run
-as shipped: each is copied byte for byte into a temporary checkout (relative paths resolve against
-the YAML's folder's parent), the sample its header names is written there by ``ndcg-spark sample``
-(fewer requests), and the commands the README gives for it run through the console script.
+as shipped: ``conf/compare_pools.yaml`` is copied byte for byte into a temporary checkout (relative
+paths resolve against the YAML's folder's parent), the sample its header names is written there by
+``ndcg-spark sample`` (fewer requests), and the commands the README gives for it run through the
+console script. ``conf/local.yaml`` as shipped is what docs/operations.md's commands run (on 300
+requests, in a copy of the checkout): its tables are checked there,
+``tests/test_docs.py::test_local_yaml_as_shipped_writes_what_the_oracle_computes``.
 
 Numbers are checked against the plain-Python oracle (``tests/oracle.py``) on the sample's rows.
 """
@@ -20,9 +23,9 @@ import ndcg_spark
 from ndcg_spark.cli import main
 
 try:
-    from tests.oracle import score_all
+    from tests.oracle import score_sample_folder
 except ImportError:  # pragma: no cover - run from inside tests/
-    from oracle import score_all  # type: ignore[no-redef]
+    from oracle import score_sample_folder  # type: ignore[no-redef]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: the fingerprint the README prints for both files' contract (its compare examples)
@@ -69,70 +72,8 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
     return status, shown.out, shown.err
 
 
-def _oracle(spark, data: Path, **contract) -> dict:
-    """The oracle's scores of the sample in ``data`` under the shipped contract."""
-    cands = [r.asDict() for r in spark.read.parquet(str(data / "candidates")).collect()]
-    judgments = [r.asDict() for r in spark.read.parquet(str(data / "judgments")).collect()]
-    for c in cands:  # the oracle's request is (request, system): keep each system's pool apart
-        c["system"] = f"{c['system']}|{c['pool_version']}"
-    return score_all(cands, judgments, k=[1, 3, 5, 10], unjudged="separate", **contract)
-
-
-def _slice_values(spark, data: Path, dims: tuple[str, ...]) -> int:
-    attributes = spark.read.parquet(str(data / "attributes"))
-    return sum(attributes.select(d).distinct().count() for d in dims)
-
-
 def _run(df, run_id: str = RUN_ID):
     return df.filter(F.col("run_id") == run_id)
-
-
-@pytest.mark.e2e
-def test_local_yaml_as_shipped_runs_compares_and_reports(spark, checkout, capsys):
-    config = str(_ship(checkout, "local.yaml"))
-    data = checkout / "data" / "sample"
-    status, _, err = _cli(capsys, "sample", "--out", str(data), "--requests", str(N_REQUESTS))
-    assert status == 0, err
-    status, out, err = _cli(capsys, "run", "--config", config, "--run-id", RUN_ID)
-    assert status == 0, err
-    assert re.search(r"rows read = rows scored \+ rows quarantined: candidates ([0-9,]+) = \1 \+ 0", out)
-    report = checkout / "reports" / RUN_ID / "report.html"
-    assert report.is_file() and f"report -> {report}" in out
-    status, out, err = _cli(capsys, "compare", "--config", config, "--run-id", RUN_ID)
-    assert status == 0, err
-    assert "hybrid (candidate) vs bm25 (baseline): reranker comparison" in out
-    assert f"contract {README_FINGERPRINT}; NDCG ideal: contract; 1000 bootstrap replicates (95% intervals), " \
-           "1000 sign flips over random groups (1024 per slice cell), seed 0" in out
-    assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
-
-    warehouse = checkout / "warehouse"
-    oracle = _oracle(spark, data)
-    per_request = _run(spark.read.parquet(str(warehouse / "per_request"))).collect()
-    assert len(per_request) == len(oracle) == N_REQUESTS * 2 * 4
-    for r in per_request:
-        want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
-        assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
-        assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == README_FINGERPRINT
-
-    dims = ("equipment_rarity", "doc_age_bucket", "permission_group")  # aggregate.slices of the YAML
-    cells = 1 + _slice_values(spark, data, dims)
-    aggregates = _run(spark.read.parquet(str(warehouse / "aggregate")))
-    assert aggregates.count() == 2 * 4 * cells
-    for r in aggregates.filter("slice_dimension = 'overall'").collect():
-        values = [v["ndcg"] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
-        eligible = [v for v in values if v is not None]
-        assert r.macro_ndcg == pytest.approx(statistics.fmean(eligible), abs=EPS)
-        assert (r.n_eligible, r.n_requests, r.min_eligible, r.ci_level) == (len(eligible), N_REQUESTS, 30, 0.95)
-    assert _run(spark.read.parquet(str(warehouse / "audit"))).count() == 2 * 4 * len(dims)
-    assert _run(spark.read.parquet(str(warehouse / "run_metadata"))).first().contract_fingerprint == README_FINGERPRINT
-    comparison = _run(spark.read.parquet(str(warehouse / "comparison")))
-    assert comparison.count() == 4 * cells  # README: 44 rows on the full sample (every slice value present)
-    row = comparison.filter("slice_dimension = 'overall' AND k = 10").first()
-    b = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("bm25|") and k == 10}
-    h = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("hybrid|") and k == 10}
-    paired = [rid for rid in b if b[rid]["ndcg"] is not None and h[rid]["ndcg"] is not None]
-    assert (row.n_paired, row.bootstrap_replicates, row.permutations) == (len(paired), 1000, 1000)
-    assert row.delta_macro == pytest.approx(statistics.fmean(h[r]["ndcg"] - b[r]["ndcg"] for r in paired), abs=EPS)
 
 
 @pytest.mark.e2e
@@ -151,7 +92,7 @@ def test_compare_pools_yaml_as_shipped_compares_end_to_end_and_refuses_a_reranke
     assert not [line for line in out.splitlines() if line.startswith("report")]  # no aggregate table: no report
     assert not (checkout / "reports").exists()
 
-    oracle = _oracle(spark, data, ideal_from="judgments")  # the shared ideal: every judged document
+    oracle = score_sample_folder(spark, data, ideal_from="judgments")  # the shared ideal: every judged document
     bm25 = {rid: v for (rid, s, k), v in oracle.items() if s == "bm25|pool-2026-11-28" and k == 10}
     dense = {rid: v for (rid, s, k), v in oracle.items() if s == "dense|pool-2026-11-28-dense" and k == 10}
     judgments = spark.read.parquet(str(data / "judgments"))

@@ -31,6 +31,7 @@ import io
 import re
 import shlex
 import shutil
+import statistics
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -38,6 +39,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+try:
+    from tests.oracle import score_sample_folder
+except ImportError:  # pragma: no cover - run from inside tests/
+    from oracle import score_sample_folder  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -222,6 +228,67 @@ def test_console_examples_run_as_shown(checkout):
         if not checker.check_output(expected, command.output, FLAGS):
             problems.append(f"{command.where()}\n--- expected\n{expected}--- got\n{command.output}")
     assert not problems, "\n\n".join(problems)
+
+
+# The conf/local.yaml the checkout ships, as operations.md's commands ran it: every table of the night
+# against the plain-Python oracle on the sample's rows (tests/test_conf_files.py has the other YAML)
+SAMPLE_REQUESTS, NIGHT, EPS = 300, "2026-11-29", 1e-12
+
+
+def _night(spark, warehouse: Path, name: str):
+    from pyspark.sql import functions as F
+
+    return spark.read.parquet(str(warehouse / name)).filter(F.col("run_id") == NIGHT)
+
+
+def _printed(ran: list[Command], *argv: str) -> str:
+    return next(c.output for c in ran if c.argv[: len(argv)] == list(argv))
+
+
+@pytest.mark.e2e
+def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
+    from ndcg_spark.job.config import JobConfig
+
+    root, ran = checkout
+    data, warehouse = root / "data" / "sample", root / "warehouse"
+    shipped = JobConfig.from_yaml(root / "conf" / "local.yaml")
+    assert (root / "conf" / "local.yaml").read_bytes() == LOCAL_YAML.read_bytes()
+    fingerprint = shipped.contract.fingerprint
+    run, compared = _printed(ran, "ndcg-spark", "run"), _printed(ran, "ndcg-spark", "compare", "--config", "conf/local.yaml")
+    assert re.search(r"rows read = rows scored \+ rows quarantined: candidates ([0-9,]+) = \1 \+ 0", run), run
+    assert f"contract {fingerprint}; NDCG ideal: contract; 1000 bootstrap replicates (95% intervals), " \
+           "1000 sign flips over random groups (1024 per slice cell), seed 0" in compared
+    report = root / "reports" / NIGHT / "report.html"
+    assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
+
+    oracle = score_sample_folder(spark, data)
+    per_request = _night(spark, warehouse, "per_request").collect()
+    assert len(per_request) == len(oracle) == SAMPLE_REQUESTS * 2 * 4
+    for r in per_request:
+        want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
+        assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
+        assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == fingerprint
+
+    dims = shipped.aggregate_spec().slices
+    attributes = spark.read.parquet(str(data / "attributes"))
+    cells = 1 + sum(attributes.select(d).distinct().count() for d in dims)
+    aggregates = _night(spark, warehouse, "aggregate")
+    assert aggregates.count() == 2 * 4 * cells
+    for r in aggregates.filter("slice_dimension = 'overall'").collect():
+        values = [v["ndcg"] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
+        eligible = [v for v in values if v is not None]
+        assert r.macro_ndcg == pytest.approx(statistics.fmean(eligible), abs=EPS)
+        assert (r.n_eligible, r.n_requests, r.min_eligible, r.ci_level) == (len(eligible), SAMPLE_REQUESTS, 30, 0.95)
+    assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims)
+    assert _night(spark, warehouse, "run_metadata").first().contract_fingerprint == fingerprint
+    comparison = _night(spark, warehouse, "comparison")
+    assert comparison.count() == 4 * cells
+    row = comparison.filter("slice_dimension = 'overall' AND k = 10").first()
+    b = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("bm25|") and k == 10}
+    h = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("hybrid|") and k == 10}
+    paired = [rid for rid in b if b[rid]["ndcg"] is not None and h[rid]["ndcg"] is not None]
+    assert (row.n_paired, row.bootstrap_replicates, row.permutations) == (len(paired), 1000, 1000)
+    assert row.delta_macro == pytest.approx(statistics.fmean(h[r]["ndcg"] - b[r]["ndcg"] for r in paired), abs=EPS)
 
 
 # ---------------------------------------------------------------------------------------------- sql

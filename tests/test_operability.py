@@ -16,7 +16,7 @@ import pytest
 
 from ndcg_spark.errors import ContractError
 from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import clear_run, output_exists, read_run, write_run_partitioned
+from ndcg_spark.job.io import clear_run, output_exists, read_run, read_written, write_run_partitioned
 
 
 def current_tags(spark) -> set[str]:
@@ -115,6 +115,40 @@ def test_clearing_a_run_of_a_path_table_removes_its_rows_only(spark, tmp_path):
 def test_an_empty_folder_is_not_an_output(spark, tmp_path):
     (tmp_path / "empty").mkdir()
     assert not output_exists(spark, Source(path=str(tmp_path / "empty")))
+    assert read_written(spark, Source(path=str(tmp_path / "empty"))) is None
+    assert read_written(spark, Source(path=str(tmp_path / "missing")), "r1") is None
+
+
+def test_reading_a_written_output_infers_its_schema_once(spark, tmp_path):
+    """read_written reads a path table once: Spark infers a Parquet table's schema with a job of
+    its own, which asking output_exists first and then read_run would run twice."""
+    target = Source(path=str(tmp_path / "aggregate"))
+    write_run_partitioned(spark.createDataFrame([("r1", 1), ("r2", 2)], "run_id string, v int"), target)
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    before = scheduler.nextJobId()
+    rows = read_written(spark, target, "r2")
+    assert scheduler.nextJobId() - before == 1  # the schema's job, nothing else yet
+    assert [tuple(r) for r in rows.select("run_id", "v").collect()] == [("r2", 2)]
+    before = scheduler.nextJobId()
+    assert output_exists(spark, target) and read_run(spark, target) is not None
+    assert scheduler.nextJobId() - before == 2  # the other way: twice
+
+
+def test_small_results_sorted_in_python_come_in_sparks_order(spark):
+    """collect_sorted (Python's sort: no sampling job) orders rows as Spark's orderBy does: nulls
+    first, strings by their UTF-8 bytes (code points), numbers by value, key after key."""
+    import random
+
+    from ndcg_spark.frames import collect_sorted
+
+    rng = random.Random(5)
+    words = [None, "", "a", "B", "b", "ab", "é", "z", "Ω", "漢", "😀", "a b", "10", "9"]
+    rows = [(rng.choice(words), rng.choice([None, -3, 0, 2, 10]), rng.choice(words)) for _ in range(300)]
+    df = spark.createDataFrame(rows, "s string, n int, t string")
+    for keys in (("s",), ("n", "s"), ("s", "n", "t"), ("t", "s")):
+        ours = [tuple(r[k] for k in keys) for r in collect_sorted(df, *keys)]
+        assert ours == [tuple(r) for r in df.select(*keys).orderBy(*keys).collect()], keys
+    assert len({r[0] for r in rows}) > 10  # the words, the null and the empty string all drawn
 
 
 class _RecordingSession:

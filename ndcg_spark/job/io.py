@@ -118,16 +118,28 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, 
     return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
 
 
+def read_written(
+    spark: SparkSession, target: Source, run_id: str | None = None, *, merge_schema: bool = False
+) -> DataFrame | None:
+    """:func:`read_run` of an output that has been written at all, None when it has not (a path:
+    a missing or empty folder). One read: a path table's schema is inferred once (a Spark job
+    each time), where asking :func:`output_exists` first and then reading would infer it twice."""
+    if target.table is not None:
+        return read_run(spark, target, run_id, merge_schema=merge_schema) if spark.catalog.tableExists(target.table) else None
+    try:
+        df = read_run(spark, target, run_id, merge_schema=merge_schema)
+        df.schema  # noqa: B018 - lists the folder where Spark runs (a Connect session is lazy about it)
+    except AnalysisException:
+        return None
+    return df
+
+
 def output_exists(spark: SparkSession, target: Source) -> bool:
     """Whether an output table or path has been written at all (a path: whether Spark reads a
-    table there -- a missing or empty folder is not one)."""
+    table there -- a missing or empty folder is not one). To read it too, :func:`read_written`."""
     if target.table is not None:
         return spark.catalog.tableExists(target.table)
-    try:
-        read_run(spark, target).schema  # noqa: B018 - lists the folder where Spark runs
-    except AnalysisException:
-        return False
-    return True
+    return read_written(spark, target) is not None
 
 
 def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:

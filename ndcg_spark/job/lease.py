@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.errors import LeaseLost, OutputChanged, RunInProgress, missing_file, one_paragraph
 from ndcg_spark.job.config import DEFAULT_STALE_AFTER_MINUTES, Source
-from ndcg_spark.job.io import output_exists, read_run
+from ndcg_spark.job.io import read_written
 from ndcg_spark.job.publish import COMPLETE, FAILED, RUN_STATUS_SCHEMA, RUNNING, mark_run
 from ndcg_spark.job.session import application_id
 
@@ -103,7 +103,8 @@ def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
     """The rows of the run's partition: a path table's ``run_id=…`` folder alone (no other run's
     file is listed, and its own file's columns are the row's), a catalog table's rows of the run."""
     if status.table is not None:
-        return read_run(spark, status, run_id).collect() if output_exists(spark, status) else []
+        rows = read_written(spark, status, run_id)
+        return [] if rows is None else rows.collect()
     folder = f"{status.path.rstrip('/')}/run_id={run_id}"
     try:
         return spark.read.option("header", True).format(status.format).load(folder).collect()
@@ -275,9 +276,9 @@ def _under(path: str, source: Source, run_id: str) -> bool:
 def recent_runs(spark: SparkSession, status: Source, *, last: int = 10, only: str | None = None) -> list[dict[str, Any]]:
     """The status rows of the ``last`` runs written most recently (``only``: of that status, e.g.
     ``failed``), newest first, as dicts of every column (those an older table lacks are None)."""
-    if not output_exists(spark, status):
+    df = read_written(spark, status, merge_schema=True)
+    if df is None:
         return []
-    df = read_run(spark, status, merge_schema=True)
     if only is not None:
         df = df.filter(F.col("status") == F.lit(only))
     rows = df.orderBy(F.col("updated_at").desc_nulls_last(), "run_id").limit(last).collect()

@@ -117,11 +117,12 @@ def publishing(
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:
     """The run ids whose status row says ``complete`` (empty if nothing was ever published)."""
-    from ndcg_spark.job.io import output_exists, read_run
+    from ndcg_spark.job.io import read_written
 
-    if not output_exists(spark, status):  # no status table yet: nothing is published
+    statuses = read_written(spark, status)
+    if statuses is None:  # no status table yet: nothing is published
         return spark.createDataFrame([], "run_id string")
-    return read_run(spark, status).filter(F.col("status") == COMPLETE).select("run_id").distinct()
+    return statuses.filter(F.col("status") == COMPLETE).select("run_id").distinct()
 
 
 def read_published(spark: SparkSession, target: Source, status: Source, run_id: str | None = None) -> DataFrame:

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import output_exists, read_run
+from ndcg_spark.job.io import read_run, read_written
 from ndcg_spark.job.trends import trend_rows
 from ndcg_spark.report.data import ReportSources, collect_report_data
 from ndcg_spark.report.format import safe_name
@@ -47,16 +47,15 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         raise ContractError("outputs.aggregate", "is required for a report (the aggregate table of stage 2)")
     if config.per_request is None:
         raise ContractError("outputs.per_request", "is required for a report (its histograms)")
-    if not output_exists(spark, aggregate):
+    aggregates = read_written(spark, aggregate, run_id)
+    if aggregates is None:
         raise InputError(f"report: no aggregate table at {aggregate.describe()}; run stage 2 first (ndcg-spark run)")
 
     def written(target: Source | None, merge_schema: bool = False):
-        if target is None or not output_exists(spark, target):
-            return None
-        return read_run(spark, target, run_id, merge_schema=merge_schema)
+        return None if target is None else read_written(spark, target, run_id, merge_schema=merge_schema)
 
     return ReportSources(
-        aggregate=read_run(spark, aggregate, run_id),
+        aggregate=aggregates,
         per_request=read_run(spark, config.per_request, run_id),
         audit=written(config.output("audit")),  # None: recomputed from the aggregate rows
         run_metadata=written(config.output("run_metadata")),

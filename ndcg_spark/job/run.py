@@ -36,6 +36,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import InputError
+from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail_stage
 from ndcg_spark.job.io import read_run
@@ -218,7 +219,7 @@ def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:
     if trended is None:
         return outcome
     night = read_run(spark, trended.target, run_id).filter("slice_dimension = 'overall'")
-    return replace(outcome, trend_overall=tuple(r.asDict() for r in night.orderBy("system", "pool_version", "k").collect()))
+    return replace(outcome, trend_overall=tuple(r.asDict() for r in collect_sorted(night, "system", "pool_version", "k")))
 
 
 def _report(spark: SparkSession, config: JobConfig, command: str, run_id: str) -> ReportOutcome | None:

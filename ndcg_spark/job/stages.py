@@ -17,6 +17,7 @@ from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
+from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.scoring.large import LARGE_REQUEST
@@ -134,17 +135,13 @@ def _score_stage(
 
 def summarize_per_request(per_request: DataFrame) -> list[dict]:
     """Overall macro NDCG per system x K with its denominators, for the CLI's closing lines."""
-    rows = (
-        per_request.groupBy("contract_fingerprint", "system", "pool_version", "k")
-        .agg(
-            F.count(F.lit(1)).alias("requests"),
-            F.count("ndcg").alias("scored"),
-            F.sum(F.col("empty_ideal").cast("int")).alias("empty_ideal"),
-            F.avg("ndcg").alias("macro_ndcg"),
-        )
-        .orderBy("contract_fingerprint", "system", "pool_version", "k")
-        .collect()
+    means = per_request.groupBy("contract_fingerprint", "system", "pool_version", "k").agg(
+        F.count(F.lit(1)).alias("requests"),
+        F.count("ndcg").alias("scored"),
+        F.sum(F.col("empty_ideal").cast("int")).alias("empty_ideal"),
+        F.avg("ndcg").alias("macro_ndcg"),
     )
+    rows = collect_sorted(means, "contract_fingerprint", "system", "pool_version", "k")
     return [r.asDict() for r in rows]
 
 
@@ -186,7 +183,7 @@ def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[D
         raise ContractError("outputs.per_request", "is required: stage 2 reads the run's per-request table")
     with spark_errors_as_input_errors("stage 2"):
         per_request = read_run(spark, config.per_request, run_id)
-        stamped = per_request.groupBy("contract_fingerprint").count().orderBy("contract_fingerprint").collect()
+        stamped = collect_sorted(per_request.groupBy("contract_fingerprint").count(), "contract_fingerprint")
     if not stamped:
         raise InputError(
             f"stage 2: run {run_id!r} has no rows in the per-request table ({config.per_request.describe()}); "
@@ -267,9 +264,9 @@ def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[d
     from ndcg_spark.metrics.slices import OVERALL
 
     aggregates = read_run(spark, result.target, result.run_id)
-    overall = aggregates.filter(F.col("slice_dimension") == OVERALL).orderBy("system", "pool_version", "k").collect()
+    overall = collect_sorted(aggregates.filter(F.col("slice_dimension") == OVERALL), "system", "pool_version", "k")
     audited = read_run(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
-    worst = audited.orderBy("system", "pool_version", "k", "slice_dimension").collect()
+    worst = collect_sorted(audited, "system", "pool_version", "k", "slice_dimension")
     return [r.asDict() for r in overall], [r.asDict() for r in worst]
 
 

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.errors import ContractError, InputError, spark_errors_as_input_errors
 from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import output_exists, read_run, write_run_partitioned
-from ndcg_spark.job.publish import read_published
+from ndcg_spark.job.io import read_run, read_written, write_run_partitioned
+from ndcg_spark.job.publish import published_runs
 from ndcg_spark.trend.series import trend
 
 __all__ = ["TrendResult", "trend_rows", "trend_stage"]
@@ -54,14 +54,15 @@ def trend_rows(
     aggregate = config.output("aggregate")
     if aggregate is None:
         raise ContractError("outputs.aggregate", "is required for a trend (the aggregate table of stage 2)")
-    if not output_exists(spark, aggregate):
+    every_aggregate = read_written(spark, aggregate)
+    if every_aggregate is None:
         raise InputError(f"trend: no aggregate table at {aggregate.describe()}; run stage 2 first (ndcg-spark run)")
     with spark_errors_as_input_errors("trend"):
-        aggregates = _published(spark, config, aggregate, including)
+        published = published_runs(spark, config.run_status())
+        aggregates = _published(every_aggregate, published, including)
         metadata_table = config.output("run_metadata")
-        metadata = None
-        if metadata_table is not None and output_exists(spark, metadata_table):
-            metadata = _published(spark, config, metadata_table, including)
+        every_metadata = None if metadata_table is None else read_written(spark, metadata_table)
+        metadata = None if every_metadata is None else _published(every_metadata, published, including)
         if up_to is not None:
             aggregates = aggregates.filter(F.col("run_id") <= F.lit(up_to))
         return trend(aggregates, spec, metadata)
@@ -80,9 +81,10 @@ def trend_stage(spark: SparkSession, config: JobConfig, run_id: str) -> TrendRes
     return TrendResult(run_id, target, written, time.perf_counter() - started)
 
 
-def _published(spark: SparkSession, config: JobConfig, target: Source, including: str | None) -> DataFrame:
-    """The table's rows of every complete run, plus the rows of ``including``."""
-    rows = read_published(spark, target, config.run_status())
+def _published(rows: DataFrame, published: DataFrame, including: str | None) -> DataFrame:
+    """Of a table's ``rows``, those of every ``published`` run, plus those of ``including``."""
+    kept = rows.join(published, "run_id", "left_semi")
     if including is not None:
-        rows = rows.filter(F.col("run_id") != F.lit(including)).unionByName(read_run(spark, target, including))
-    return rows
+        run = F.col("run_id") == F.lit(including)
+        kept = kept.filter(~run).unionByName(rows.filter(run))
+    return kept
