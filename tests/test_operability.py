@@ -125,13 +125,18 @@ def test_reading_a_written_output_infers_its_schema_once(spark, tmp_path):
     target = Source(path=str(tmp_path / "aggregate"))
     write_run_partitioned(spark.createDataFrame([("r1", 1), ("r2", 2)], "run_id string, v int"), target)
     scheduler = spark.sparkContext._jsc.sc().dagScheduler()
-    before = scheduler.nextJobId()
+
+    def jobs_started() -> int:  # the id the next Spark job gets (an AtomicInteger where py4j does not unwrap it)
+        value = scheduler.nextJobId()
+        return value if isinstance(value, int) else value.get()
+
+    before = jobs_started()
     rows = read_written(spark, target, "r2")
-    assert scheduler.nextJobId() - before == 1  # the schema's job, nothing else yet
+    assert jobs_started() - before == 1  # the schema's job, nothing else yet
     assert [tuple(r) for r in rows.select("run_id", "v").collect()] == [("r2", 2)]
-    before = scheduler.nextJobId()
+    before = jobs_started()
     assert output_exists(spark, target) and read_run(spark, target) is not None
-    assert scheduler.nextJobId() - before == 2  # the other way: twice
+    assert jobs_started() - before == 2  # the other way: twice
 
 
 def test_small_results_sorted_in_python_come_in_sparks_order(spark):
