@@ -333,7 +333,7 @@ def test_dashboard_sql_gives_the_aggregate_tables_overall_means(sql_results):
     assert len(dashboard) == len(means) > 0
     for row in dashboard:
         assert row["macro_ndcg"] == pytest.approx(means[(row["system"], row["k"])], abs=1e-12)
-        assert row["requests"] == 300
+        assert row["requests"] == SAMPLE_REQUESTS
 
 
 # --------------------------------------------------------------------------------------------- yaml

@@ -110,12 +110,8 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, 
     older version lack the newer columns: null there), not those of whichever file Spark reads first.
     """
     if target.table is not None:
-        df = spark.read.table(target.table)
-    else:
-        reader = spark.read.option("basePath", target.path).option("mergeSchema", merge_schema)
-        df = reader.option("header", True).format(target.format).load(target.path)
-        df = df.withColumn("run_id", F.col("run_id").cast("string"))
-    return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
+        return _of_run(spark.read.table(target.table), run_id)
+    return _of_run(_load_path(spark, target, merge_schema), run_id, cast=True)
 
 
 def read_written(
@@ -126,12 +122,8 @@ def read_written(
     each time), where asking :func:`output_exists` first and then reading would infer it twice."""
     if target.table is not None:
         return read_run(spark, target, run_id, merge_schema=merge_schema) if spark.catalog.tableExists(target.table) else None
-    try:
-        df = read_run(spark, target, run_id, merge_schema=merge_schema)
-        df.schema  # noqa: B018 - lists the folder where Spark runs (a Connect session is lazy about it)
-    except AnalysisException:
-        return None
-    return df
+    table = _load_written_path(spark, target, merge_schema)
+    return None if table is None else _of_run(table, run_id, cast=True)
 
 
 def output_exists(spark: SparkSession, target: Source) -> bool:
@@ -139,7 +131,31 @@ def output_exists(spark: SparkSession, target: Source) -> bool:
     table there -- a missing or empty folder is not one). To read it too, :func:`read_written`."""
     if target.table is not None:
         return spark.catalog.tableExists(target.table)
-    return read_written(spark, target) is not None
+    return _load_written_path(spark, target) is not None
+
+
+def _load_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame:
+    """A path table as Spark loads it (``run_id`` its partition column; the schema inferred: a job)."""
+    reader = spark.read.option("basePath", target.path).option("mergeSchema", merge_schema)
+    return reader.option("header", True).format(target.format).load(target.path)
+
+
+def _load_written_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame | None:
+    """:func:`_load_path`, or None when nothing was written there (a missing or empty folder)."""
+    try:
+        table = _load_path(spark, target, merge_schema)
+        table.schema  # noqa: B018 - lists the folder where Spark runs (a Connect session is lazy about it)
+    except AnalysisException:
+        return None
+    return table
+
+
+def _of_run(df: DataFrame, run_id: str | None, *, cast: bool = False) -> DataFrame:
+    """``df``'s rows of ``run_id`` (all with None); ``cast``: a path table's ``run_id`` as the
+    string it was written as (partition discovery infers a type from the folder names)."""
+    if cast:
+        df = df.withColumn("run_id", F.col("run_id").cast("string"))
+    return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
 
 
 def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
@@ -163,15 +179,15 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
             spark.sql(f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {_partition(run_id)}",
                       args={"table": target.table})
         return
-    if output_exists(spark, target):
-        _clear_path_partition(spark, target, run_id)
+    table = _load_written_path(spark, target)  # one read: whether there is a table, and the table
+    if table is not None:
+        _clear_path_partition(spark, table, target, run_id)
 
 
-def _clear_path_partition(spark: SparkSession, target: Source, run_id: str) -> None:
-    """``INSERT OVERWRITE … PARTITION (run_id = …)`` of zero rows into the path table (seen
-    through a temporary view): a static partition overwrite removes that partition's folder and
-    writes nothing; every other partition is untouched."""
-    table = spark.read.option("basePath", target.path).option("header", True).format(target.format).load(target.path)
+def _clear_path_partition(spark: SparkSession, table: DataFrame, target: Source, run_id: str) -> None:
+    """``INSERT OVERWRITE … PARTITION (run_id = …)`` of zero rows into the path table ``table`` (as
+    loaded, seen through a temporary view): a static partition overwrite removes that partition's
+    folder and writes nothing; every other partition is untouched."""
     suffix = uuid.uuid4().hex
     view, empty = f"ndcg_spark_clear_{suffix}", f"ndcg_spark_empty_{suffix}"
     table.createOrReplaceTempView(view)
