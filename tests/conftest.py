@@ -1,6 +1,7 @@
-"""Shared test data: the embedded sample written once per test run, and one run of it.
+"""Shared test data: the embedded sample written once per test run, one run of it, and the fault
+tests' two published nights.
 
-Both fixtures are session-scoped and **read-only** (under pytest-xdist the workers share their
+The fixtures are session-scoped and **read-only** (under pytest-xdist the workers share their
 files, :func:`built_once`): a test that changes the data or the tables writes its own copy (its
 own ``tmp_path``) or its own run id. The ``spark`` fixture is in the
 checkout's root ``conftest.py`` (doctests under ``ndcg_spark/`` use it too).
@@ -156,3 +157,16 @@ def _run_the_sample(sample_dir: SampleFiles, root: Path, ks: tuple[int, ...], sl
             status = main([command, "--config", str(config), "--run-id", SAMPLE_RUN_ID])
         assert status == 0, f"the shared sample's {command} failed:\n{errors.getvalue()[-3000:]}"
     return shown.getvalue()
+
+
+@pytest.fixture(scope="session")
+def clean_night(spark, sample_dir, tmp_path_factory) -> Path:
+    """The fault tests' two published nights of the sample (``tests/faults.py``,
+    :func:`publish_two_nights`), run once per test run; each fault module breaks its own copy."""
+    try:
+        from tests import faults
+    except ImportError:  # pragma: no cover - run from inside tests/
+        import faults  # type: ignore[no-redef]
+
+    return built_once(tmp_path_factory, "night", lambda root: faults.publish_two_nights(sample_dir, root))
+

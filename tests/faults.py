@@ -1,9 +1,9 @@
 """What the fault tests share (tests/test_run_faults.py, tests/test_run_retries.py,
-tests/test_cluster_faults.py): two published nights to break, a job YAML over
-the shared sample, the console script in a child process with a fault injected, and readers of
-the tables exactly as docs/operations.md documents them (path tables partitioned by ``run_id``;
-a reader keeps the runs whose run-status row says ``complete``), so the package's internals can
-move without touching the tests.
+tests/test_cluster_faults.py): two published nights to break (run once per test run, a copy per
+module), a job YAML over the shared sample, the console script in a child process with a fault
+injected, and readers of the tables exactly as docs/operations.md documents them (path tables
+partitioned by ``run_id``; a reader keeps the runs whose run-status row says ``complete``), so the
+package's internals can move without touching the tests.
 
 Every process a test starts is started in its own process group and killed by PID (and group)
 in a ``finally`` (:func:`stop`).
@@ -54,23 +54,33 @@ class Night:
         return self.root / "out"
 
 
-@pytest.fixture(scope="module", name="night")
-def night_fixture(spark, sample_dir, tmp_path_factory) -> Night:
-    """A path-output job with night-2 of the sample published by ``run`` (the reference), and
-    night-1, the night before: night-2's partitions copied under their own run id. A test module
-    takes it with ``night = faults.night_fixture`` (one night per module).
-
-    A module's tests share its output folder: each one breaks a run of it and must leave it, after
-    its re-run, exactly as this made it.
-    """
+def publish_two_nights(sample, root: Path) -> None:
+    """Under ``root``: a path-output job YAML over the sample (``conf/job.yaml``) and its tables
+    (``out/``) with night-2 published by ``run`` and night-1, the night before: night-2's
+    partitions copied under their own run id. Built once per test run (``clean_night`` in
+    tests/conftest.py); each fault module breaks a copy of it (:func:`night_fixture`)."""
     from ndcg_spark.cli import main
 
-    root = tmp_path_factory.mktemp("night")
-    config = write_config(root / "conf" / "job.yaml", sample_dir, PATH_OUTPUTS)
+    config = write_config(root / "conf" / "job.yaml", sample, PATH_OUTPUTS)
     assert main(["run", "--config", str(config), "--run-id", "night-2"]) == 0
     out = root / "out"
     for name in TABLES:
         shutil.copytree(out / name / "run_id=night-2", out / name / "run_id=night-1")
+
+
+@pytest.fixture(scope="module", name="night")
+def night_fixture(spark, sample_dir, clean_night, tmp_path_factory) -> Night:
+    """A module's own copy of the two published nights (:func:`publish_two_nights`; outputs are
+    relative to the YAML's folder's parent, so the copy's YAML writes into the copy), with night-2's
+    rows as the reference. A test module takes it with ``night = faults.night_fixture``.
+
+    A module's tests share its copy: each one breaks a run of it and must leave it, after its
+    re-run, exactly as this made it.
+    """
+    root = tmp_path_factory.mktemp("night")
+    for folder in ("conf", "out"):
+        shutil.copytree(clean_night / folder, root / folder)
+    config, out = root / "conf" / "job.yaml", root / "out"
     per_request, aggregate = (table(spark, out / name) for name in ("per_request", "aggregate"))
     reference, aggregate_reference = rows(per_request, "night-2"), rows(aggregate, "night-2")
     assert len(reference) == sample_dir.n_requests * 2 * 3  # requests x systems x K

@@ -3,8 +3,9 @@ executor is killed mid-job, catalog tables read by a separate spark-sql, and the
 The faults of a single driver (killed mid-write, during a commit, between the stages; two attempts
 at one night) are tests/test_run_faults.py's.
 
-Everything goes through the console script (``ndcg_spark.cli.main``, in this session or in a
-child process) and the tables as docs/operations.md documents them, with tests/faults.py's helpers.
+Everything goes through the job as a user starts it (in child processes) and the tables as
+docs/operations.md documents them, with tests/faults.py's helpers; the reference rows are the
+fault tests' clean night (``clean_night``).
 Every process a test starts is started in its own process group and killed by PID (and group)
 in a ``finally``. The shared sample (``sample_dir``: 200 requests) keeps the JVMs short-lived.
 """
@@ -24,7 +25,6 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from ndcg_spark.cli import main
 from ndcg_spark.job.packaging import build_pyfiles_zip
 
 try:
@@ -44,12 +44,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def reference(spark, sample_dir, tmp_path_factory) -> list[tuple]:
-    """The per-request rows of a clean run of the sample (no run id), scored in this session."""
-    root = tmp_path_factory.mktemp("clean")
-    config = faults.write_config(root / "conf" / "job.yaml", sample_dir, {"per_request": {"path": "out/per_request"}})
-    assert main(["score", "--config", str(config), "--run-id", "clean"]) == 0
-    rows = _rows(faults.table(spark, root / "out" / "per_request"), "clean")
+def reference(spark, sample_dir, clean_night) -> list[tuple]:
+    """The per-request rows of a clean run of the sample (no run id): night-2 of the fault tests'
+    published nights (tests/faults.py), scored in this test run's sessions, read, never written."""
+    rows = _rows(faults.table(spark, clean_night / "out" / "per_request"), "night-2")
     assert len(rows) == sample_dir.n_requests * 2 * 3  # requests x systems x K
     return rows
 
