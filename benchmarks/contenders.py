@@ -11,6 +11,8 @@ used to check that the contenders computed the same thing.
                 intervals) read from it and written.
 ``ndcg_spark_collecting``  the same with ``dense_plan=False`` (not run by default): every
                 request's candidates collected into an array and sorted.
+``floor``       (not run by default) the least Spark work for ``evaluator``'s number on this
+                data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
                 relevant doc ids, both as ``array<double>``.
@@ -168,6 +170,32 @@ def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
     return _one_mean(args, mean_of)
 
 
+def floor_ndcg10_mean(candidates) -> float:
+    """(b)'s number (binary NDCG@10, a request with no relevant candidate scores 0 and counts) from
+    one hash aggregate per request and no check of anything: the least Spark work for it. Valid
+    only where each request's positions are its ranks 1..M, as in the generated data (the dense
+    plan checks that per request before relying on it): the DCG is the sum of 1/log2(position + 1)
+    over the relevant candidates at positions <= 10, the ideal a lookup by how many are relevant."""
+    import math
+
+    from pyspark.sql import functions as F
+
+    relevant = F.col("grade") > 0
+    discount = F.lit(1.0) / F.log2(F.col("position").cast("double") + F.lit(1.0))
+    ideal = F.array(*[F.lit(math.fsum(1.0 / math.log2(i + 2) for i in range(n))) for n in range(K + 1)])
+    per_request = candidates.groupBy("request_id").agg(
+        F.sum(F.when(relevant & (F.col("position") <= K), discount).otherwise(0.0)).alias("dcg"),
+        F.least(F.count(F.when(relevant, 1)), F.lit(K)).alias("n_relevant"),
+    )
+    ndcg = F.when(F.col("n_relevant") > 0, F.col("dcg") / F.element_at(ideal, F.col("n_relevant").cast("int") + 1))
+    return per_request.agg(F.avg(F.coalesce(ndcg, F.lit(0.0)))).first()[0]
+
+
+def run_floor(args: argparse.Namespace) -> dict:
+    """(f) The floor under (e): :func:`floor_ndcg10_mean`, timed like (b)."""
+    return _one_mean(args, lambda spark, candidates: floor_ndcg10_mean(candidates))
+
+
 # ------------------------------------------------------------------------- RankingEvaluator
 def run_evaluator(args: argparse.Namespace) -> dict:
     def mean_of(spark, candidates):
@@ -283,7 +311,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
-              "evaluator": run_evaluator, "numpy": run_numpy}
+              "floor": run_floor, "evaluator": run_evaluator, "numpy": run_numpy}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,10 +27,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CONTENDERS = ("ndcg_spark", "evaluator", "numpy")
 #: run only when named in --contenders: (a) with the dense-position plan off; (e) RankingEvaluator's
-#: own number (binary gain, K = 10, one mean) through score_requests
-OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number")
+#: own number (binary gain, K = 10, one mean) through score_requests; (f) the floor under (e): that
+#: number from one read and one unchecked hash aggregate
+OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number", "floor")
 LABELS = {"ndcg_spark": "(a) ndcg-spark stage 1+2", "ndcg_spark_collecting": "(a') (a), collecting plan",
           "ndcg_spark_evaluator_number": "(e) score_requests, (b)'s number",
+          "floor": "(f) floor: one hash aggregate",
           "evaluator": "(b) RankingEvaluator", "numpy": "(c) numpy"}
 AGREEMENT_TOL = 1e-9
 
@@ -100,6 +102,9 @@ def ratios(case: dict) -> dict:
         out["e/b"] = r["ndcg_spark_evaluator_number"]["work_s"] / r["evaluator"]["work_s"]
         if r["ndcg_spark_evaluator_number"].get("work_cpu_s") and r["evaluator"].get("work_cpu_s"):
             out["e/b CPU"] = r["ndcg_spark_evaluator_number"]["work_cpu_s"] / r["evaluator"]["work_cpu_s"]
+    for name, key in (("ndcg_spark_evaluator_number", "e/f"), ("evaluator", "b/f")):
+        if name in r and "floor" in r:
+            out[key] = r[name]["work_s"] / r["floor"]["work_s"]
     if "ndcg_spark" in r:
         a = r["ndcg_spark"]
         for other, key in (("evaluator", "a/b"), ("numpy", "a/c")):
@@ -161,6 +166,9 @@ def report(cases: list[dict]) -> str:
         if "e/b" in q:
             lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: (b)'s number through score_requests (e) "
                          + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/b", "e/b CPU") if key in q))
+        if "b/f" in q or "e/f" in q:
+            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor (f) "
+                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/f", "b/f") if key in q))
     return "\n".join(lines)
 
 

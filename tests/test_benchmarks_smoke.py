@@ -64,3 +64,25 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     assert a["ndcg10_mean"] == pytest.approx(c["ndcg10_mean"], abs=TOL)
     assert a["n_requests"] == c["n_requests"] == 1000
     assert a["n_empty_ideal"] == c["n_empty_ideal"] > 0
+
+
+def test_the_floor_contender_computes_the_evaluators_number(spark):
+    """benchmarks/contenders.py's floor (one unchecked hash aggregate per request, valid on the
+    generated data's dense positions) gives RankingEvaluator's number: here through the contract
+    that contender (e) scores it with (the test above checks (e) against the evaluator itself)."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark import Contract, score_requests
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import contenders
+        import datagen
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
+    binary = Contract(k=[contenders.K], gain={"table": contenders.BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+    expected = score_requests(candidates, contract=binary).agg(F.avg("ndcg"), F.min("ndcg")).first()
+    assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
+    assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
+

@@ -112,3 +112,22 @@ def test_the_aggregate_carries_both_means_of_each_bound(spark):
     assert _close(row["macro_ndcg_unjudged_low"], 1.0)  # q2 has no low bound: its ideal is empty
     assert _close(row["macro_ndcg_unjudged_high"], (Q1_HIGH + Q2_HIGH) / 2)
     assert _close(row["weighted_ndcg_unjudged_high"], (Q1_HIGH + Q2_HIGH) / 2)  # weight 1 each
+
+
+@pytest.mark.parametrize("dense_plan", [True, False])
+def test_a_reader_of_the_ndcg_alone_does_not_compute_the_bounds(spark, dense_plan):
+    """The bounds cost array sorts per request and K; a reader that never selects them (the shell's
+    ``agg(avg("ndcg"))``, RankingEvaluator's number) leaves them out of the plan Spark runs, while
+    every value it reads stays what the full table says."""
+    cands = spark.createDataFrame(CANDS, "request_id string, doc_id string, position int")
+    judg = spark.createDataFrame(JUDGED, "request_id string, doc_id string, grade double")
+    scored = score_requests(cands, judg, Contract(k=[1, 2], max_grade=3), dense_plan=dense_plan, validate=False)
+
+    def plan(df) -> str:
+        return df._jdf.queryExecution().optimizedPlan().toString()
+
+    assert "ndcg_unjudged_high" in plan(scored)  # the bounds' columns of each K, then their rows
+    narrow = scored.select("request_id", "k", "dcg", "idcg", "ndcg")
+    assert "ndcg_unjudged" not in plan(narrow)
+    full = {(r.request_id, r.k): (r.dcg, r.idcg, r.ndcg) for r in scored.collect()}
+    assert {(r.request_id, r.k): (r.dcg, r.idcg, r.ndcg) for r in narrow.collect()} == full

@@ -20,7 +20,7 @@ from ndcg_spark.scoring.columns import (
     by_doc_id_descending,
     keys_as_strings,
     keys_frame,
-    metrics_column,
+    metrics_columns,
 )
 from ndcg_spark.scoring.inputs import prepare_judgments
 from ndcg_spark.scoring.large import cut_to_top_k
@@ -88,8 +88,8 @@ def score_collected_lists(
     else:
         ranked_items = F.col("items")
     grouped = grouped.select("*", *_bound_lists(contract, tie_aware))
-    metrics = metrics_column(contract, _per_k(contract, tie_aware, ranked_items), _bounds(contract, tie_aware))
-    return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", metrics))
+    metrics = metrics_columns(contract, _per_k(contract, tie_aware, ranked_items), _bounds(contract, tie_aware))
+    return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", *metrics))
 
 
 def _with_tie_groups(rows: DataFrame, ranked: Column, prefix: str = "") -> DataFrame:

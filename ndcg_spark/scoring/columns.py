@@ -1,4 +1,4 @@
-"""The per-request table's columns, the request keys, and the ``metrics`` column both plans build."""
+"""The per-request table's columns, the request keys, and the metrics columns both plans build."""
 
 from __future__ import annotations
 
@@ -52,28 +52,36 @@ def require_column(df: DataFrame, name: str, role: str, table: str, numeric: boo
         )
 
 
-def metrics_column(
+#: the metrics of one K, a column each per K (:func:`metrics_columns`), one row each per K after
+#: :func:`ndcg_spark.scoring.score.rows_per_k`
+METRIC_FIELDS = ("dcg", "idcg", "n_unjudged_in_top_k", "ndcg_unjudged_low", "ndcg_unjudged_high")
+
+
+def metric_column(slot: int, field: str) -> str:
+    """The column holding ``field`` of the contract's ``slot``-th K (0-based) before the rows per K."""
+    return f"_m{slot}_{field}"
+
+
+def metrics_columns(
     contract: Contract,
     per_k: list[tuple[int, Column, Column, Column]],
     bounds: list[tuple[Column, Column, Column, Column]] | None = None,
-) -> Column:
-    """The ``metrics`` column: one struct per ``(k, dcg, idcg, unjudged in the top k)``; the
-    unjudged count is null under ``unjudged: zero``, which does not count them. ``bounds``, one
-    ``(dcg, idcg)`` pair of the low and one of the high bound per K
-    (:func:`ndcg_spark.metrics.dcg.unjudged_bound_ideal`), give ``ndcg_unjudged_low`` /
-    ``_high`` (null without them)."""
+) -> list[Column]:
+    """The metrics of every K, one column per K and field (:data:`METRIC_FIELDS`,
+    :func:`metric_column`), from one ``(k, dcg, idcg, unjudged in the top k)`` per K; the unjudged
+    count is null under ``unjudged: zero``, which does not count them. ``bounds``, one ``(dcg,
+    idcg)`` pair of the low and one of the high bound per K
+    (:func:`ndcg_spark.metrics.dcg.unjudged_bound_ideal`), give ``ndcg_unjudged_low`` / ``_high``
+    (null without them). Plain columns, not an array of structs: a reader that selects some of
+    them (``agg(avg("ndcg"))``) leaves the others, and what only they need, uncomputed."""
     if bounds is None:
         bounds = [None] * len(per_k)
-    return F.array(*[
-        F.struct(
-            F.lit(k).alias("k"),
-            shown.alias("dcg"),
-            ideal.alias("idcg"),
-            (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int").alias("n_unjudged_in_top_k"),
-            *_bound_fields(contract, bound),
-        )
-        for (k, shown, ideal, unjudged), bound in zip(per_k, bounds)
-    ]).alias("metrics")
+    out = []
+    for slot, ((_, shown, ideal, unjudged), bound) in enumerate(zip(per_k, bounds)):
+        counted = (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int")
+        fields = [shown, ideal, counted, *_bound_fields(contract, bound)]
+        out += [value.alias(metric_column(slot, name)) for name, value in zip(METRIC_FIELDS, fields)]
+    return out
 
 
 def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:
@@ -91,13 +99,10 @@ def _bound_fields(contract: Contract, bound: tuple[Column, Column, Column, Colum
     """``ndcg_unjudged_low`` and ``_high``: DCG / IDCG of each bound; an empty bound ideal
     (IDCG <= 0) is null, or 0 under ``empty_ideal: zero`` (as the NDCG is)."""
     if bound is None:
-        return [F.lit(None).cast("double").alias(f"ndcg_unjudged_{side}") for side in ("low", "high")]
+        return [F.lit(None).cast("double"), F.lit(None).cast("double")]
     on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
     low_dcg, low_idcg, high_dcg, high_idcg = bound
-    return [
-        F.when(idcg > 0, shown / idcg).otherwise(on_empty).alias(f"ndcg_unjudged_{side}")
-        for side, shown, idcg in (("low", low_dcg, low_idcg), ("high", high_dcg, high_idcg))
-    ]
+    return [F.when(idcg > 0, shown / idcg).otherwise(on_empty) for shown, idcg in ((low_dcg, low_idcg), (high_dcg, high_idcg))]
 
 
 def keys_as_strings(scored: DataFrame) -> DataFrame:

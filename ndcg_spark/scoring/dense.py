@@ -38,7 +38,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe, persist_coalesced
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
 from ndcg_spark.metrics.gain import gain
-from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_column
+from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_columns
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
 MAX_GAIN_LEVELS = 16
@@ -185,7 +185,7 @@ def score_dense_requests(
         "n_candidates",
         "n_judged",
         "n_positive",
-        metrics_column(contract, per_k, _bounds(contract)),
+        *metrics_columns(contract, per_k, _bounds(contract)),
     )
     rest = join_null_safe(rows, keys_frame(rows, not_served, varying), varying, "left_semi") if not_served else None
     return keys_as_strings(scored), rest, summed

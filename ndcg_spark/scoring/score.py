@@ -10,7 +10,7 @@ expressions; candidates of different requests are never ranked together.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
@@ -19,7 +19,7 @@ from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring import dense
 from ndcg_spark.scoring.attributes import Attributes, attach_attributes
 from ndcg_spark.scoring.collecting import score_by_collecting
-from ndcg_spark.scoring.columns import INTEGRAL_TYPES, PER_REQUEST_COLUMNS
+from ndcg_spark.scoring.columns import INTEGRAL_TYPES, METRIC_FIELDS, PER_REQUEST_COLUMNS, metric_column
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
 from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
@@ -162,10 +162,23 @@ def _groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, c
 
 
 def rows_per_k(per_request: DataFrame, contract: Contract) -> DataFrame:
-    """One row per request x K from the plans' ``metrics`` column, with the NDCG and the
-    empty-ideal flag (IDCG <= 0) under the contract's policy: ``exclude`` (and ``error``, which
-    fails the run before anything is written) leave the NDCG null, ``zero`` scores 0."""
-    scored = per_request.select("*", F.explode_outer("metrics").alias("m")).drop("metrics").select("*", "m.*").drop("m")
+    """One row per request x K from the plans' metrics columns (one per K and field,
+    :func:`~ndcg_spark.scoring.columns.metrics_columns`), with the NDCG and the empty-ideal flag
+    (IDCG <= 0) under the contract's policy: ``exclude`` (and ``error``, which fails the run before
+    anything is written) leave the NDCG null, ``zero`` scores 0. Each field is a ``CASE`` over the
+    K's slot of its K's column, so a field nobody reads is never computed."""
+    slot = F.col("_k_slot")
+    flat = {metric_column(i, name) for i in range(len(contract.k)) for name in METRIC_FIELDS}
+
+    def field(name: str) -> Column:
+        picked = F.when(slot == 0, F.col(metric_column(0, name)))
+        for i in range(1, len(contract.k)):
+            picked = picked.when(slot == i, F.col(metric_column(i, name)))
+        return picked.alias(name)
+
+    per_k = F.posexplode_outer(F.array(*[F.lit(k) for k in contract.k])).alias("_k_slot", "k")
+    scored = per_request.select("*", per_k)
+    scored = scored.select(*[c for c in per_request.columns if c not in flat], "k", *[field(n) for n in METRIC_FIELDS])
     empty = F.col("idcg") <= 0
     if contract.empty_ideal == "zero":
         on_empty = F.lit(0.0)
