@@ -176,13 +176,13 @@ def floor_ndcg10_mean(candidates) -> float:
     only where each request's positions are its ranks 1..M, as in the generated data (the dense
     plan checks that per request before relying on it): the DCG is the sum of 1/log2(position + 1)
     over the relevant candidates at positions <= 10, the ideal a lookup by how many are relevant."""
-    import math
-
     from pyspark.sql import functions as F
+
+    from ndcg_spark.metrics.dcg import discount_prefix
 
     relevant = F.col("grade") > 0
     discount = F.lit(1.0) / F.log2(F.col("position").cast("double") + F.lit(1.0))
-    ideal = F.array(*[F.lit(math.fsum(1.0 / math.log2(i + 2) for i in range(n))) for n in range(K + 1)])
+    ideal = F.array(*[F.lit(d) for d in discount_prefix(K)])  # the IDCG of n relevant: D[n]
     per_request = candidates.groupBy("request_id").agg(
         F.sum(F.when(relevant & (F.col("position") <= K), discount).otherwise(0.0)).alias("dcg"),
         F.least(F.count(F.when(relevant, 1)), F.lit(K)).alias("n_relevant"),

@@ -10,7 +10,7 @@ expressions; candidates of different requests are never ranked together.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
@@ -165,20 +165,17 @@ def rows_per_k(per_request: DataFrame, contract: Contract) -> DataFrame:
     """One row per request x K from the plans' metrics columns (one per K and field,
     :func:`~ndcg_spark.scoring.columns.metrics_columns`), with the NDCG and the empty-ideal flag
     (IDCG <= 0) under the contract's policy: ``exclude`` (and ``error``, which fails the run before
-    anything is written) leave the NDCG null, ``zero`` scores 0. Each field is a ``CASE`` over the
-    K's slot of its K's column, so a field nobody reads is never computed."""
-    slot = F.col("_k_slot")
-    flat = {metric_column(i, name) for i in range(len(contract.k)) for name in METRIC_FIELDS}
-
-    def field(name: str) -> Column:
-        picked = F.when(slot == 0, F.col(metric_column(0, name)))
-        for i in range(1, len(contract.k)):
-            picked = picked.when(slot == i, F.col(metric_column(i, name)))
-        return picked.alias(name)
-
+    anything is written) leave the NDCG null, ``zero`` scores 0. Each field is its K's column picked
+    by the row's slot, so a field nobody reads is never computed."""
+    slots = range(len(contract.k))
+    flat = {metric_column(i, name) for i in slots for name in METRIC_FIELDS}
+    slot = F.col("_k_slot") + F.lit(1)
+    fields = [F.element_at(F.array(*[F.col(metric_column(i, name)) for i in slots]), slot).alias(name)
+              for name in METRIC_FIELDS]
+    # outer: ``k`` nullable, as the written table's column has always been
     per_k = F.posexplode_outer(F.array(*[F.lit(k) for k in contract.k])).alias("_k_slot", "k")
     scored = per_request.select("*", per_k)
-    scored = scored.select(*[c for c in per_request.columns if c not in flat], "k", *[field(n) for n in METRIC_FIELDS])
+    scored = scored.select(*[c for c in per_request.columns if c not in flat], "k", *fields)
     empty = F.col("idcg") <= 0
     if contract.empty_ideal == "zero":
         on_empty = F.lit(0.0)
