@@ -3,11 +3,12 @@
 The suite's inputs are small (hundreds of requests), so it runs Spark the way Spark's own test
 suites run small queries: expressions interpreted (no Java generated and compiled per query) and
 no adaptive re-planning. On this data the compilers cost more than they save (measured: the
-comparison tests 111 s -> 85 s on 2 cores); the results are the same, and the plain-Python oracle
-grid (``tests/test_oracle_agreement.py``, through :func:`production_spark`) and every test that starts
-its own driver (spark-submit, the cluster, the console script in a child process, the benchmark)
-run with Spark's defaults, as a nightly run does (the fault tests' child drivers compile with the
-JVM's C1 compiler only: ``tests/faults.py``, ``CHILD_DRIVER_SUBMIT_ARGS``).
+comparison tests 111 s -> 85 s on 2 cores; ``tests/small_data.py``); the results are the same. The
+plain-Python oracle grid (``tests/test_oracle_agreement.py``, through :func:`production_spark`) and
+the tests of a nightly run's own set-up (spark-submit, the cluster, the console script in its own
+session, the benchmark) run with Spark's defaults, as a nightly run does. The fault tests' child
+drivers, which break the publishing of a night rather than its plans, run with the suite's settings
+and compile with the JVM's C1 compiler only (``tests/faults.py``).
 
 At the checkout root so that doctests under ndcg_spark/ get `spark` too. Its SQL warehouse (where
 catalog tables such as ``{table: db.name}`` outputs land) is a temporary folder of the session,
@@ -19,11 +20,7 @@ from __future__ import annotations
 import pytest
 
 #: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
-SMALL_DATA_EXECUTION = {
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.adaptive.enabled": "false",
-}
+from tests.small_data import SMALL_DATA_EXECUTION
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,11 @@ import pytest
 import yaml
 from pyspark.sql import functions as F
 
+try:
+    from tests.small_data import SMALL_DATA_EXECUTION
+except ImportError:  # pragma: no cover - run from inside tests/
+    from small_data import SMALL_DATA_EXECUTION  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 KEY = ("run_id", "system", "request_id", "k")
@@ -119,9 +124,17 @@ def as_clean(spark, night: Night) -> None:
     night_1_files_untouched(night)  # (its published rows: checked just above)
 
 
-def write_config(path: Path, sample, outputs: dict, **spark: object) -> Path:
-    """A job YAML over the shared sample; relative outputs resolve under ``path``'s folder's parent."""
+def write_config(path: Path, sample, outputs: dict, *, small_data: bool = True, **spark: object) -> Path:
+    """A job YAML over the shared sample; relative outputs resolve under ``path``'s folder's parent.
+
+    With ``small_data`` its ``spark.conf`` starts from the suite's small-data settings
+    (``tests/small_data.py``): the faults break how a night is published, not how it is planned,
+    and a child driver that runs this YAML then compiles no generated code for the sample's few
+    hundred requests (measured: the driver killed between the writes, alone, 34.2 s -> 28.8 s).
+    ``small_data=False``: Spark's defaults, as a nightly run on a cluster has them."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"master": "local[2]", "shuffle_partitions": 2, **spark}
+    conf = {**(SMALL_DATA_EXECUTION if small_data else {}), **settings.pop("conf", {})}
     job = {
         "version": 1,
         "contract": {"k": [1, 3, 10]},
@@ -129,7 +142,7 @@ def write_config(path: Path, sample, outputs: dict, **spark: object) -> Path:
         "attributes": {"path": sample.attributes, "weight": "weight", "slices": ["equipment_rarity"]},
         "outputs": outputs,
         "aggregate": {"bootstrap": {"replicates": 20}},
-        "spark": {"master": "local[2]", "shuffle_partitions": 2, **spark},
+        "spark": {**settings, **({"conf": conf} if conf else {})},
     }
     path.write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
     return path

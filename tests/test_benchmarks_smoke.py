@@ -66,6 +66,7 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     assert a["n_empty_ideal"] == c["n_empty_ideal"] > 0
 
 
+@pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not
 def test_the_floor_contender_computes_the_evaluators_number(spark):
     """benchmarks/contenders.py's floor (one unchecked hash aggregate per request, valid on the
     generated data's dense positions) gives RankingEvaluator's number: here through the contract

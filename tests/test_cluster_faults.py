@@ -174,6 +174,7 @@ def test_spark_submit_to_standalone_cluster_survives_a_killed_executor_and_spark
     zip_path = build_pyfiles_zip(tmp_path / "dist" / "ndcg_spark.zip")
     config_path = faults.write_config(  # no run_status: the default is <database of per_request>.run_status
         tmp_path / "conf" / "nightly.yaml", sample_dir, {"per_request": {"table": "ndcg_it.per_request"}},
+        small_data=False,  # a nightly run's own settings on the cluster
     )
     # night-2: the executor JVM is killed once it runs tasks; the master starts another one
     worker_pid = cluster["worker"].pid

@@ -15,6 +15,11 @@ column by column to 1e-9. The exponential (default) gain runs on the full data s
 table gains run on its first 400 requests. Each contract is a small, latency-bound Spark job, so
 the module-scoped fixtures run them four at a time (:func:`collect_concurrently`) and each
 combination's test then reports its own mismatches.
+
+The fast lane (``bash dev.sh test-fast``) runs a core of each grid: contracts in which every value
+of every choice occurs (:data:`CORE_COMBOS`), and the large-request cut in both of its modes
+(:data:`LISTED_CUT_COMBOS`); the rest of each grid is marked ``slow``, so the whole suite (CI) runs
+every contract. Each part is computed by its own fixture, so a lane computes only what it checks.
 """
 
 from __future__ import annotations
@@ -308,6 +313,23 @@ def _grid() -> list[tuple[str, str, str, str, str]]:
 COMBOS = _grid()
 
 
+def _each_value_once(combos: list[tuple]) -> list[tuple]:
+    """Few contracts of ``combos`` that together hold every value of every choice (greedily, the
+    one holding the most values not yet held first; ties in grid order): the grid's core."""
+    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
+    missing = {(i, value) for i, values in enumerate(options) for value in values}
+    core = []
+    while missing:
+        best = max(combos, key=lambda c: len(set(enumerate(c)) & missing))
+        core.append(best)
+        missing -= set(enumerate(best))
+    return core
+
+
+#: the grid's core: every value of every choice (the fast lane); the others run in the whole suite
+CORE_COMBOS = _each_value_once(COMBOS)
+
+
 def _combo_id(combo) -> str:
     g, ot, i, u, e = combo
     return f"{g}-{ot}-ideal_{i}-unjudged_{u}-empty_{e}"
@@ -410,9 +432,8 @@ def _report(result, what: str) -> None:
     assert not result, f"{what}: {len(result)} mismatches with the oracle, e.g.\n  " + "\n  ".join(result[:15])
 
 
-@pytest.fixture(scope="module")
-def agreement(data):
-    """Every combination of the grid through the library, each diffed against the oracle. Maps
+def _agreement(data, combos: list[tuple]) -> dict:
+    """Each combination of ``combos`` through the library, diffed against the oracle. Maps
     combo -> list of mismatches or an exception."""
     from ndcg_spark import Contract, score_requests
 
@@ -426,7 +447,17 @@ def agreement(data):
     def expected(combo):
         return oracle.score_prepared(data[_data_set(combo[0])]["prepared"], k=KS, **_choices(combo))
 
-    return _diff(collect_concurrently(COMBOS, build), expected)
+    return _diff(collect_concurrently(combos, build), expected)
+
+
+@pytest.fixture(scope="module")
+def core_agreement(data):
+    return _agreement(data, CORE_COMBOS)
+
+
+@pytest.fixture(scope="module")
+def rest_agreement(data):
+    return _agreement(data, [c for c in COMBOS if c not in CORE_COMBOS])
 
 
 def test_the_grid_runs_spark_as_a_nightly_run_does(data, production_spark):
@@ -446,8 +477,19 @@ def test_the_grid_covers_every_pair_of_choices():
     assert len(COMBOS) == len(branching) + len(UNJUDGED) * (len(ORDER_TIES) - len(BRANCHING_ORDER_TIES))
 
 
-@pytest.mark.parametrize("combo", [pytest.param(c, id=_combo_id(c)) for c in COMBOS])
-def test_spark_agrees_with_oracle(agreement, combo):
+def test_the_core_holds_every_value_of_every_choice():
+    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
+    for i, values in enumerate(options):
+        assert {c[i] for c in CORE_COMBOS} == set(values), i
+    assert set(CORE_COMBOS) < set(COMBOS)
+
+
+@pytest.mark.parametrize(
+    "combo",
+    [pytest.param(c, id=_combo_id(c), marks=() if c in CORE_COMBOS else pytest.mark.slow) for c in COMBOS],
+)
+def test_spark_agrees_with_oracle(request, combo):
+    agreement = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")
     _report(agreement[combo], _combo_id(combo))
 
 
@@ -468,11 +510,11 @@ CUT_COMBOS = [
 LISTED_CUT_COMBOS = CUT_COMBOS[::5]
 
 
-@pytest.fixture(scope="module")
-def cut_agreement(data):
-    """The same comparison with the large-request path forced (``large_request=5``): with the
-    listing limit patched to 10, every request is cut; unpatched, the requests of more than 5
-    candidates are listed and cut, the others go through the plain path, and the two are unioned."""
+def _cut_agreement(data, runs: list[tuple]) -> dict:
+    """The same comparison with the large-request path forced (``large_request=5``) for each
+    ``(mode, combo)`` of ``runs``: in mode ``all`` the listing limit is patched to 10, so every
+    request is cut; in mode ``listed`` (unpatched), the requests of more than 5 candidates are
+    listed and cut, the others go through the plain path, and the two are unioned."""
     from ndcg_spark import Contract, score_requests
     from ndcg_spark.scoring import large
 
@@ -486,10 +528,10 @@ def cut_agreement(data):
         return score_requests(cdf, jdf, Contract(k=KS_CUT, **_choices(combo)), run_id="cut", large_request=5,
                               dense_plan=False, validate=False).select(*COMPARED)
 
-    results = collect_concurrently([("listed", c) for c in LISTED_CUT_COMBOS], build)
+    results = collect_concurrently([run for run in runs if run[0] == "listed"], build)
     large.MAX_LISTED_LARGE = 10
     try:
-        results.update(collect_concurrently([("all", c) for c in CUT_COMBOS], build))
+        results.update(collect_concurrently([run for run in runs if run[0] == "all"], build))
     finally:
         large.MAX_LISTED_LARGE = listed_limit
 
@@ -497,6 +539,22 @@ def cut_agreement(data):
         return oracle.score_prepared(d["prepared"], k=KS_CUT, **_choices(run[1]))
 
     return _diff(results, expected)
+
+
+#: the cut grid's core (the fast lane): both modes, every order (mode ``listed``) and one contract
+#: cutting every request; the others run in the whole suite
+CORE_CUT_RUNS = [("listed", c) for c in LISTED_CUT_COMBOS] + [("all", CUT_COMBOS[0])]
+CUT_RUNS = [("all", c) for c in CUT_COMBOS] + [("listed", c) for c in LISTED_CUT_COMBOS]
+
+
+@pytest.fixture(scope="module")
+def core_cut_agreement(data):
+    return _cut_agreement(data, CORE_CUT_RUNS)
+
+
+@pytest.fixture(scope="module")
+def rest_cut_agreement(data):
+    return _cut_agreement(data, [run for run in CUT_RUNS if run not in CORE_CUT_RUNS])
 
 
 def test_the_cut_grid_covers_its_branches():
@@ -509,10 +567,12 @@ def test_the_cut_grid_covers_its_branches():
 
 @pytest.mark.parametrize(
     "mode, combo",
-    [pytest.param("all", c, id="all-" + _combo_id(c)) for c in CUT_COMBOS]
-    + [pytest.param("listed", c, id="listed-" + _combo_id(c)) for c in LISTED_CUT_COMBOS],
+    [pytest.param(mode, c, id=f"{mode}-{_combo_id(c)}", marks=() if (mode, c) in CORE_CUT_RUNS else pytest.mark.slow)
+     for mode, c in CUT_RUNS],
 )
-def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(cut_agreement, mode, combo):
+def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(request, mode, combo):
+    core = (mode, combo) in CORE_CUT_RUNS
+    cut_agreement = request.getfixturevalue("core_cut_agreement" if core else "rest_cut_agreement")
     _report(cut_agreement[(mode, combo)], f"{mode} {_combo_id(combo)}")
 
 
