@@ -4,7 +4,8 @@
 #                       run the nightly job on local Spark, then compare hybrid with bm25
 #   bash dev.sh test    set up, run the whole test suite (what CI runs)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
-#                           benchmark, simulations, fuzzing) or e2e (whole jobs through the console script)
+#                           benchmark, simulations, fuzzing, the oracle grids past their core) or e2e (whole
+#                           jobs through the console script)
 #   bash dev.sh test-on VERSION   the correctness core on another pyspark (CI: the oldest 3.5.x and a 4.0.x), in
 #                           its own virtualenv .venv-pyspark-VERSION: that pyspark installed first, then this
 #                           package, which must keep it (a range, not a pin); per-request rows compared with .venv's

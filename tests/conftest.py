@@ -12,7 +12,7 @@ pytest-xdist workers, one module per worker (the root ``conftest.py`` orders the
 marked ``e2e`` (whole jobs through the console script or the job's stages: shipped configs, the
 docs' commands, re-runs, faults) and ``slow``: those that start an extra JVM or process (a cluster, a second driver, spark-submit,
 spark-sql), a browser or a benchmark, or repeat a check many times (coverage and p-value
-simulations, fuzzing, bit-identity under repartitioning).
+simulations, fuzzing, bit-identity under repartitioning, the oracle grids past their core).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ serves (<= 32) every request of the position-order contracts goes through it. He
 requests is perturbed so that the same run mixes both plans: positions 0-based (still dense),
 with a gap, fractional, or dense only in the top max K; the plan's evidence must mark exactly the
 requests that are not dense, and every request must agree with the oracle (to 1e-9) and with the
-collecting plan (exactly: the same expressions over the same values in the same order).
+collecting plan (exactly: the same expressions over the same values in the same order). The fast
+lane runs the combinations that hold every value of every choice; the whole suite runs them all.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pyspark.sql import functions as F
 
 try:  # tests/ may or may not be a package
     from tests import oracle
-    from tests.test_oracle_agreement import COMPARED, GAINS, MAX_GRADE, collect_concurrently, generate, mismatches, subset
+    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, collect_concurrently, each_value_once,
+                                            generate, mismatches, subset)
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     import oracle  # type: ignore[no-redef]
-    from test_oracle_agreement import COMPARED, GAINS, MAX_GRADE, collect_concurrently, generate, mismatches, subset  # noqa
+    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, collect_concurrently, each_value_once,  # noqa
+                                       generate, mismatches, subset)
 
 from ndcg_spark import Contract, score_requests
 from ndcg_spark.metrics.gain import gain
@@ -141,19 +144,22 @@ def test_declared_gains_need_no_job_and_a_gain_off_them_is_collected(spark):
 #: Every pair of values of the three choices occurs.
 COMBOS = [("exponential", "zero", "exclude"), ("exponential", "separate", "zero"), ("linear", "zero", "zero"),
           ("linear", "separate", "exclude"), ("table", "zero", "exclude"), ("table", "separate", "zero")]
+OPTIONS = [list(GAINS), ["zero", "separate"], ["exclude", "zero"]]
+#: every value of every choice: the fast lane's; the other combinations are marked slow
+CORE_COMBOS = each_value_once(COMBOS, OPTIONS)
 
 
 def test_the_combinations_cover_every_pair_of_choices():
-    options = [list(GAINS), ["zero", "separate"], ["exclude", "zero"]]
     for a, b in ((0, 1), (0, 2), (1, 2)):
-        assert {(c[a], c[b]) for c in COMBOS} == {(x, y) for x in options[a] for y in options[b]}
+        assert {(c[a], c[b]) for c in COMBOS} == {(x, y) for x in OPTIONS[a] for y in OPTIONS[b]}
+    for i, values in enumerate(OPTIONS):  # the core: every value
+        assert {c[i] for c in CORE_COMBOS} == set(values)
 
 
-@pytest.fixture(scope="module")
-def agreement(mixed):
-    """Each combination scored by both plans; per combination the mismatches of the dense plan's
-    run with the oracle, the rows that differ between the plans, and the row count (or an
-    exception)."""
+def _agreement(mixed, combos: list[tuple]) -> dict:
+    """Each combination of ``combos`` scored by both plans; per combination the mismatches of the
+    dense plan's run with the oracle, the rows that differ between the plans, and the row count
+    (or an exception)."""
     cdf, jdf = mixed["frames"]
 
     def choices(combo):
@@ -166,9 +172,9 @@ def agreement(mixed):
         contract = Contract(k=KS, **choices(combo))
         return score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan, validate=False).select(*COMPARED)
 
-    collected = collect_concurrently([(c, plan) for c in COMBOS for plan in (True, False)], build)
+    collected = collect_concurrently([(c, plan) for c in combos for plan in (True, False)], build)
     results = {}
-    for combo in COMBOS:
+    for combo in combos:
         both = [collected[(combo, plan)] for plan in (True, False)]
         failed = [r for r in both if isinstance(r, BaseException)]
         if failed:
@@ -183,9 +189,21 @@ def agreement(mixed):
     return results
 
 
-@pytest.mark.parametrize("combo", COMBOS, ids=["-".join(c) for c in COMBOS])
-def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(agreement, combo):
-    result = agreement[combo]
+@pytest.fixture(scope="module")
+def core_agreement(mixed):
+    return _agreement(mixed, CORE_COMBOS)
+
+
+@pytest.fixture(scope="module")
+def rest_agreement(mixed):
+    return _agreement(mixed, [c for c in COMBOS if c not in CORE_COMBOS])
+
+
+@pytest.mark.parametrize(
+    "combo", [pytest.param(c, id="-".join(c), marks=() if c in CORE_COMBOS else pytest.mark.slow) for c in COMBOS]
+)
+def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(request, combo):
+    result = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")[combo]
     if isinstance(result, BaseException):
         raise result
     oracle_problems, plan_differences, n_rows = result

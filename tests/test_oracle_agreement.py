@@ -313,10 +313,10 @@ def _grid() -> list[tuple[str, str, str, str, str]]:
 COMBOS = _grid()
 
 
-def _each_value_once(combos: list[tuple]) -> list[tuple]:
-    """Few contracts of ``combos`` that together hold every value of every choice (greedily, the
-    one holding the most values not yet held first; ties in grid order): the grid's core."""
-    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
+def each_value_once(combos: list[tuple], options: list[list]) -> list[tuple]:
+    """Few contracts of ``combos`` that together hold every value of every choice (``options[i]``:
+    the values of choice ``i``), greedily: the one holding the most values not yet held first, ties
+    in grid order. A grid's core, for the fast lane."""
     missing = {(i, value) for i, values in enumerate(options) for value in values}
     core = []
     while missing:
@@ -327,7 +327,7 @@ def _each_value_once(combos: list[tuple]) -> list[tuple]:
 
 
 #: the grid's core: every value of every choice (the fast lane); the others run in the whole suite
-CORE_COMBOS = _each_value_once(COMBOS)
+CORE_COMBOS = each_value_once(COMBOS, [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL])
 
 
 def _combo_id(combo) -> str:
