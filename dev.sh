@@ -6,7 +6,8 @@
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark, simulations, fuzzing, the oracle grids past their core) or e2e (whole
 #                           jobs through the console script)
-#   bash dev.sh test-on VERSION   the correctness core on another pyspark (CI: the oldest 3.5.x and a 4.0.x), in
+#   bash dev.sh test-on VERSION   the correctness core (the oracle grids whole: marker grid) on another pyspark
+#                           (CI: the oldest 3.5.x and a 4.0.x), in
 #                           its own virtualenv .venv-pyspark-VERSION: that pyspark installed first, then this
 #                           package, which must keep it (a range, not a pin); per-request rows compared with .venv's
 #   bash dev.sh test-connect  the Spark Connect lane (tests/test_connect.py, marker connect): its own
@@ -78,7 +79,7 @@ case "$cmd" in
       exit 1
     fi
     NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest $(parallel 2) \
-      -m "not slow and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
+      -m "(not slow or grid) and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
       tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py \
       "tests/test_docs.py::test_python_examples_run[README.md]" ndcg_spark "$@"

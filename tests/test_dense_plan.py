@@ -18,12 +18,12 @@ from pyspark.sql import functions as F
 
 try:  # tests/ may or may not be a package
     from tests import oracle
-    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, collect_concurrently, each_value_once,
-                                            generate, mismatches, subset)
+    from tests.test_oracle_agreement import (COMPARED, GAINS, GRID_REST, MAX_GRADE, collect_concurrently,
+                                            each_value_once, generate, mismatches, subset)
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     import oracle  # type: ignore[no-redef]
-    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, collect_concurrently, each_value_once,  # noqa
-                                       generate, mismatches, subset)
+    from test_oracle_agreement import (COMPARED, GAINS, GRID_REST, MAX_GRADE, collect_concurrently,  # noqa
+                                       each_value_once, generate, mismatches, subset)
 
 from ndcg_spark import Contract, score_requests
 from ndcg_spark.metrics.gain import gain
@@ -200,7 +200,7 @@ def rest_agreement(mixed):
 
 
 @pytest.mark.parametrize(
-    "combo", [pytest.param(c, id="-".join(c), marks=() if c in CORE_COMBOS else pytest.mark.slow) for c in COMBOS]
+    "combo", [pytest.param(c, id="-".join(c), marks=() if c in CORE_COMBOS else GRID_REST) for c in COMBOS]
 )
 def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(request, combo):
     result = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")[combo]

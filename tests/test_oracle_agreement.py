@@ -326,6 +326,9 @@ def each_value_once(combos: list[tuple], options: list[list]) -> list[tuple]:
     return core
 
 
+#: the marks of a grid's contracts past its core: ``slow`` (the whole suite runs them, the fast lane
+#: not) and ``grid`` (the older-pyspark lanes, ``bash dev.sh test-on``, run every contract)
+GRID_REST = (pytest.mark.slow, pytest.mark.grid)
 #: the grid's core: every value of every choice (the fast lane); the others run in the whole suite
 CORE_COMBOS = each_value_once(COMBOS, [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL])
 
@@ -486,7 +489,7 @@ def test_the_core_holds_every_value_of_every_choice():
 
 @pytest.mark.parametrize(
     "combo",
-    [pytest.param(c, id=_combo_id(c), marks=() if c in CORE_COMBOS else pytest.mark.slow) for c in COMBOS],
+    [pytest.param(c, id=_combo_id(c), marks=() if c in CORE_COMBOS else GRID_REST) for c in COMBOS],
 )
 def test_spark_agrees_with_oracle(request, combo):
     agreement = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")
@@ -567,7 +570,7 @@ def test_the_cut_grid_covers_its_branches():
 
 @pytest.mark.parametrize(
     "mode, combo",
-    [pytest.param(mode, c, id=f"{mode}-{_combo_id(c)}", marks=() if (mode, c) in CORE_CUT_RUNS else pytest.mark.slow)
+    [pytest.param(mode, c, id=f"{mode}-{_combo_id(c)}", marks=() if (mode, c) in CORE_CUT_RUNS else GRID_REST)
      for mode, c in CUT_RUNS],
 )
 def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(request, mode, combo):
