@@ -4,8 +4,9 @@ The suite's inputs are small (hundreds of requests), so it runs Spark the way Sp
 suites run small queries: expressions interpreted (no Java generated and compiled per query) and
 no adaptive re-planning. On this data the compilers cost more than they save (measured: the
 comparison tests 111 s -> 85 s on 2 cores; ``tests/small_data.py``); the results are the same. The
-plain-Python oracle grid (``tests/test_oracle_agreement.py``, through :func:`production_spark`) and
-the tests of a nightly run's own set-up (spark-submit, the cluster, the console script in its own
+plain-Python oracle grid (``tests/test_oracle_agreement.py``, through :func:`production_spark`), the
+tests whose cost is their rows (the coverage simulations, through :func:`nightly_spark`) and the
+tests of a nightly run's own set-up (spark-submit, the cluster, the console script in its own
 session, the benchmark) run with Spark's defaults, as a nightly run does. The fault tests' child
 drivers, which break the publishing of a night rather than its plans, run with the suite's settings
 and compile with the JVM's C1 compiler only (``tests/faults.py``).
@@ -20,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 #: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
-from tests.small_data import SMALL_DATA_EXECUTION
+from tests.small_data import SMALL_DATA_EXECUTION, nightly_execution
 
 
 @pytest.fixture(scope="session")
@@ -42,13 +43,16 @@ def spark(tmp_path_factory):
 def production_spark(spark):
     """The session, for the rest of the module, executing as a nightly run does: generated code
     and adaptive query execution, Spark's defaults (the suite's small-data settings back after)."""
-    for key in SMALL_DATA_EXECUTION:
-        spark.conf.unset(key)
-    try:
+    with nightly_execution(spark):
         yield spark
-    finally:
-        for key, value in SMALL_DATA_EXECUTION.items():
-            spark.conf.set(key, value)
+
+
+@pytest.fixture
+def nightly_spark(spark):
+    """The session, for one test, executing as a nightly run does (``tests/small_data.py``): for
+    the tests whose cost is their rows (coverage simulations, bootstrap expansions of many datasets)."""
+    with nightly_execution(spark):
+        yield spark
 
 
 @pytest.fixture(autouse=True)

@@ -304,6 +304,7 @@ def _assert_coverage(row, *, datasets: int, band: tuple[float, float], eligible:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("nightly_spark")  # its cost is its rows: computed as a nightly run computes
 def test_interval_covers_the_true_mean_at_about_the_declared_rate(spark):
     """200 simulated datasets of 60 requests (about 54 eligible), evaluated in one Spark job as
     200 slices; 95% percentile intervals from 200 replicates each. Coverage of a percentile
@@ -316,6 +317,7 @@ def test_interval_covers_the_true_mean_at_about_the_declared_rate(spark):
     _assert_coverage(_coverage(out), datasets=200, band=(0.88, 0.99), eligible=54, rel_width=0.15)
 
 
+@pytest.mark.usefixtures("nightly_spark")  # its cost is its rows: computed as a nightly run computes
 def test_random_group_intervals_cover_large_slices_at_about_the_declared_rate(spark):
     """The random-group bootstrap where it differs from the request bootstrap: 150 datasets of
     600 requests, each cell resampled as 32 groups of ~19 requests (``buckets=32``), 200

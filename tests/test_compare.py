@@ -26,6 +26,11 @@ from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.report.text import format_comparison
 
+try:  # tests/ may or may not be a package
+    from tests.small_data import nightly_execution
+except ImportError:  # pragma: no cover - run from inside tests/
+    from small_data import nightly_execution  # type: ignore[no-redef]
+
 EPS = 1e-12
 LOG2_3 = math.log2(3)
 CREATED = dt.datetime(2026, 11, 29, 6, 0, 0)
@@ -362,9 +367,11 @@ def _simulated(spark: SparkSession, seed: int, n_null: int = N_NULL, n_effect: i
 
 @pytest.fixture(scope="module")
 def simulation(spark: SparkSession):
-    per_request, pools = _simulated(spark, seed=2026)
-    spec = CompareSpec("A", "B", replicates=R + 1, permutations=R, seed=5, slices=("dataset",))
-    return {(r.slice_value): r.asDict() for r in compare(per_request, pools, spec).collect()}
+    """The simulated comparison, computed as a nightly run computes it (its cost is its rows)."""
+    with nightly_execution(spark):
+        per_request, pools = _simulated(spark, seed=2026)
+        spec = CompareSpec("A", "B", replicates=R + 1, permutations=R, seed=5, slices=("dataset",))
+        return {(r.slice_value): r.asDict() for r in compare(per_request, pools, spec).collect()}
 
 
 def _ks_uniform(ps: list[float]) -> float:
@@ -410,6 +417,7 @@ def test_a_real_improvement_gives_small_p_values(simulation) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("nightly_spark")  # its cost is its rows: computed as a nightly run computes
 def test_random_groups_keep_the_interval_and_the_test_at_their_levels(spark) -> None:
     """The random-group resampling where it differs from resampling single requests: 150 null
     datasets of 600 requests (and 10 with a real improvement), each slice cell resampled as 32

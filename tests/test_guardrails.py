@@ -332,6 +332,7 @@ def test_offline_flags_per_system_k_and_slice_match_an_oracle(spark):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("nightly_spark")  # its cost is its rows: computed as a nightly run computes
 def test_intervals_cover_the_true_values_at_about_the_declared_rate(spark, per_request):
     """150 simulated releases (each a slice ``dataset``) of 60 sessions per arm with known truth:
     completion 0.70 vs 0.75, time to procedure exponential with mean 90 s vs 100 s (its 90th
