@@ -3,8 +3,9 @@
 
 Expressions interpreted (no Java generated and compiled per query) and no adaptive re-planning, the
 way Spark's own test suites run small queries: on hundreds of requests the compilers cost more than
-they save. The oracle grid (``production_spark``), the benchmark and the tests of a nightly run's
-own set-up (spark-submit, the cluster, the console script in its own session) keep Spark's defaults.
+they save. The oracle grid (``production_spark``), the coverage simulations (``nightly_spark``: both
+through :func:`nightly_execution`), the benchmark and the tests of a nightly run's own set-up
+(spark-submit, the cluster, the console script in its own session) keep Spark's defaults.
 """
 
 from __future__ import annotations

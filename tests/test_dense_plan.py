@@ -18,12 +18,12 @@ from pyspark.sql import functions as F
 
 try:  # tests/ may or may not be a package
     from tests import oracle
-    from tests.test_oracle_agreement import (COMPARED, GAINS, GRID_REST, MAX_GRADE, collect_concurrently,
-                                            each_value_once, generate, mismatches, subset)
+    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, GridParts, collect_concurrently,
+                                            each_value_once, generate, grid_params, mismatches, subset)
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     import oracle  # type: ignore[no-redef]
-    from test_oracle_agreement import (COMPARED, GAINS, GRID_REST, MAX_GRADE, collect_concurrently,  # noqa
-                                       each_value_once, generate, mismatches, subset)
+    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, GridParts, collect_concurrently,  # noqa
+                                       each_value_once, generate, grid_params, mismatches, subset)
 
 from ndcg_spark import Contract, score_requests
 from ndcg_spark.metrics.gain import gain
@@ -190,20 +190,13 @@ def _agreement(mixed, combos: list[tuple]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def core_agreement(mixed):
-    return _agreement(mixed, CORE_COMBOS)
+def agreement(mixed) -> GridParts:
+    return GridParts(lambda combos: _agreement(mixed, combos), CORE_COMBOS, COMBOS)
 
 
-@pytest.fixture(scope="module")
-def rest_agreement(mixed):
-    return _agreement(mixed, [c for c in COMBOS if c not in CORE_COMBOS])
-
-
-@pytest.mark.parametrize(
-    "combo", [pytest.param(c, id="-".join(c), marks=() if c in CORE_COMBOS else GRID_REST) for c in COMBOS]
-)
-def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(request, combo):
-    result = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")[combo]
+@pytest.mark.parametrize("combo", grid_params(COMBOS, CORE_COMBOS, "-".join))
+def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(agreement, combo):
+    result = agreement[combo]
     if isinstance(result, BaseException):
         raise result
     oracle_problems, plan_differences, n_rows = result

@@ -18,8 +18,10 @@ combination's test then reports its own mismatches.
 
 The fast lane (``bash dev.sh test-fast``) runs a core of each grid: contracts in which every value
 of every choice occurs (:data:`CORE_COMBOS`), and the large-request cut in both of its modes
-(:data:`LISTED_CUT_COMBOS`); the rest of each grid is marked ``slow``, so the whole suite (CI) runs
-every contract. Each part is computed by its own fixture, so a lane computes only what it checks.
+(:data:`CORE_CUT_RUNS`); the rest of each grid is marked ``slow`` and ``grid``, so the whole suite
+(CI) and the older-pyspark lanes run every contract. A grid's core and its rest are each computed on
+the first test that asks for one of their runs (:class:`GridParts`), so a lane computes only what it
+checks.
 """
 
 from __future__ import annotations
@@ -321,6 +323,8 @@ def each_value_once(combos: list[tuple], options: list[list]) -> list[tuple]:
     core = []
     while missing:
         best = max(combos, key=lambda c: len(set(enumerate(c)) & missing))
+        if not set(enumerate(best)) & missing:
+            raise ValueError(f"no contract of the grid holds {sorted(missing)}")
         core.append(best)
         missing -= set(enumerate(best))
     return core
@@ -329,8 +333,34 @@ def each_value_once(combos: list[tuple], options: list[list]) -> list[tuple]:
 #: the marks of a grid's contracts past its core: ``slow`` (the whole suite runs them, the fast lane
 #: not) and ``grid`` (the older-pyspark lanes, ``bash dev.sh test-on``, run every contract)
 GRID_REST = (pytest.mark.slow, pytest.mark.grid)
+
+
+def grid_params(runs: list, core: list, name) -> list:
+    """``runs`` as test parameters named by ``name(run)``; those past ``core`` marked :data:`GRID_REST`."""
+    return [pytest.param(run, id=name(run), marks=() if run in core else GRID_REST) for run in runs]
+
+
+class GridParts:
+    """A grid's results, computed a part at a time: ``compute(runs)`` maps each run of ``runs`` to
+    its result; the core's runs are computed together on the first test that reads one of them, the
+    rest's likewise, each once. A lane that runs only the core never computes the rest."""
+
+    def __init__(self, compute, core: list, every: list) -> None:
+        self._compute = compute
+        self._parts = {True: list(core), False: [run for run in every if run not in core]}
+        self._results: dict[bool, dict] = {}
+
+    def __getitem__(self, run):
+        part = run in self._parts[True]
+        if part not in self._results:
+            self._results[part] = self._compute(self._parts[part])
+        return self._results[part][run]
+
+
+#: the choices of the grid and their values
+OPTIONS = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
 #: the grid's core: every value of every choice (the fast lane); the others run in the whole suite
-CORE_COMBOS = each_value_once(COMBOS, [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL])
+CORE_COMBOS = each_value_once(COMBOS, OPTIONS)
 
 
 def _combo_id(combo) -> str:
@@ -454,13 +484,9 @@ def _agreement(data, combos: list[tuple]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def core_agreement(data):
-    return _agreement(data, CORE_COMBOS)
-
-
-@pytest.fixture(scope="module")
-def rest_agreement(data):
-    return _agreement(data, [c for c in COMBOS if c not in CORE_COMBOS])
+def agreement(data) -> GridParts:
+    """Every combination of the grid through the library, diffed against the oracle, a part at a time."""
+    return GridParts(lambda combos: _agreement(data, combos), CORE_COMBOS, COMBOS)
 
 
 def test_the_grid_runs_spark_as_a_nightly_run_does(data, production_spark):
@@ -471,28 +497,22 @@ def test_the_grid_runs_spark_as_a_nightly_run_does(data, production_spark):
 
 
 def test_the_grid_covers_every_pair_of_choices():
-    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
-    for a, b in itertools.combinations(range(len(options)), 2):
+    for a, b in itertools.combinations(range(len(OPTIONS)), 2):
         pairs = {(c[a], c[b]) for c in COMBOS}
-        assert pairs == set(itertools.product(options[a], options[b])), (a, b)
+        assert pairs == set(itertools.product(OPTIONS[a], OPTIONS[b])), (a, b)
     branching = {c[1:4] for c in COMBOS if c[1] in BRANCHING_ORDER_TIES}
-    assert branching == set(itertools.product(BRANCHING_ORDER_TIES, *options[2:4]))
+    assert branching == set(itertools.product(BRANCHING_ORDER_TIES, *OPTIONS[2:4]))
     assert len(COMBOS) == len(branching) + len(UNJUDGED) * (len(ORDER_TIES) - len(BRANCHING_ORDER_TIES))
 
 
 def test_the_core_holds_every_value_of_every_choice():
-    options = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
-    for i, values in enumerate(options):
+    for i, values in enumerate(OPTIONS):
         assert {c[i] for c in CORE_COMBOS} == set(values), i
     assert set(CORE_COMBOS) < set(COMBOS)
 
 
-@pytest.mark.parametrize(
-    "combo",
-    [pytest.param(c, id=_combo_id(c), marks=() if c in CORE_COMBOS else GRID_REST) for c in COMBOS],
-)
-def test_spark_agrees_with_oracle(request, combo):
-    agreement = request.getfixturevalue("core_agreement" if combo in CORE_COMBOS else "rest_agreement")
+@pytest.mark.parametrize("combo", grid_params(COMBOS, CORE_COMBOS, _combo_id))
+def test_spark_agrees_with_oracle(agreement, combo):
     _report(agreement[combo], _combo_id(combo))
 
 
@@ -551,13 +571,8 @@ CUT_RUNS = [("all", c) for c in CUT_COMBOS] + [("listed", c) for c in LISTED_CUT
 
 
 @pytest.fixture(scope="module")
-def core_cut_agreement(data):
-    return _cut_agreement(data, CORE_CUT_RUNS)
-
-
-@pytest.fixture(scope="module")
-def rest_cut_agreement(data):
-    return _cut_agreement(data, [run for run in CUT_RUNS if run not in CORE_CUT_RUNS])
+def cut_agreement(data) -> GridParts:
+    return GridParts(lambda runs: _cut_agreement(data, runs), CORE_CUT_RUNS, CUT_RUNS)
 
 
 def test_the_cut_grid_covers_its_branches():
@@ -568,15 +583,10 @@ def test_the_cut_grid_covers_its_branches():
     assert {c[3] == "exclude" for c in LISTED_CUT_COMBOS} == {True, False}
 
 
-@pytest.mark.parametrize(
-    "mode, combo",
-    [pytest.param(mode, c, id=f"{mode}-{_combo_id(c)}", marks=() if (mode, c) in CORE_CUT_RUNS else GRID_REST)
-     for mode, c in CUT_RUNS],
-)
-def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(request, mode, combo):
-    core = (mode, combo) in CORE_CUT_RUNS
-    cut_agreement = request.getfixturevalue("core_cut_agreement" if core else "rest_cut_agreement")
-    _report(cut_agreement[(mode, combo)], f"{mode} {_combo_id(combo)}")
+@pytest.mark.parametrize("run", grid_params(CUT_RUNS, CORE_CUT_RUNS, lambda run: f"{run[0]}-{_combo_id(run[1])}"))
+def test_large_requests_cut_to_the_top_k_still_agree_with_oracle(cut_agreement, run):
+    mode, combo = run
+    _report(cut_agreement[run], f"{mode} {_combo_id(combo)}")
 
 
 def test_empty_ideal_error_raises_when_an_empty_request_exists(data):
