@@ -6,6 +6,7 @@ adaptive execution on), the inputs read and cached before anything is timed::
 
     .venv/bin/python benchmarks/shell.py --repeat 3
     .venv/bin/python benchmarks/shell.py --conf spark.python.sql.dataFrameDebugging.enabled=false
+    .venv/bin/python benchmarks/shell.py --warm-up   # every case called once before any is timed
 
 Each case is one call as a user types it, ending in an action (a mean, a collect, a count), timed
 from the call to the result; the figure is the best of ``--repeat`` runs, and ``jobs`` is the
@@ -83,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", default=str(ROOT / "data" / "sample"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", help="run the cases whose name contains this text")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="call every case once before timing any (a session that has answered them before: "
+                             "the JVM has compiled their code), instead of timing each case from its first call")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting of the session, as pyspark --conf takes it (repeatable)")
     args = parser.parse_args(argv)
@@ -109,9 +113,12 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     tracker = spark.sparkContext.statusTracker()
     jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-    for name, call in _cases(data, attributes).items():
-        if args.only and args.only not in name:
-            continue
+    cases = {name: call for name, call in _cases(data, attributes).items() if not args.only or args.only in name}
+    if args.warm_up:
+        for call in cases.values():
+            call()
+        print(f"every case called once before timing (--warm-up); load {os.getloadavg()[0]:.1f}", flush=True)
+    for name, call in cases.items():
         times, cpu, jobs = [], [], []
         for attempt in range(args.repeat):
             group = f"shell-{attempt}-{time.time()}"

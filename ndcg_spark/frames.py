@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
 
 from ndcg_spark.compat import coalesces_cached_plans_safely
-from ndcg_spark.job.session import default_parallelism
+from ndcg_spark.job.session import default_parallelism, is_connect
 
 # Spark's flag letting adaptive execution coalesce the shuffle partitions of a plan being cached;
 # off by default on Spark 4, so a cached aggregate keeps spark.sql.shuffle.partitions (200)
@@ -47,6 +49,73 @@ def persist_coalesced(df: DataFrame) -> DataFrame:
             conf.unset(CACHED_PLAN_PARTITIONING)
         else:
             conf.set(CACHED_PLAN_PARTITIONING, before)
+
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: adaptive execution's target size of a shuffle partition (Spark's default 64 MiB)
+ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+
+
+@contextlib.contextmanager
+def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
+    """Inside the block, the session's shuffles have one partition per core when ``inputs`` fit in
+    one advisory partition per core (Spark's size estimate of their plans, against
+    ``spark.sql.adaptive.advisoryPartitionSizeInBytes``), instead of ``spark.sql.shuffle.partitions``.
+    The session's setting is restored after, and left alone when the inputs are larger, their size
+    unknown, the session a Spark Connect one or its setting already that small.
+
+    For the jobs a call runs itself (the input check, the dense plan's cached aggregation, a whole
+    comparison): every map task of a shuffle writes one file per partition, so on the sample's
+    20,000 requests Spark's default 200 partitions cost more than the rows (docs/benchmarks.md,
+    round of 2026-12-03 evening). A cluster with more cores than that setting keeps it. The
+    results do not depend on it: a request is scored on its own rows and every sum is exact. Like
+    any session setting, it is seen by queries other threads plan meanwhile.
+
+    >>> before = spark.conf.get("spark.sql.shuffle.partitions")
+    >>> spark.conf.set("spark.sql.shuffle.partitions", "50")
+    >>> with shuffles_sized_to(spark.range(1000)):
+    ...     spark.conf.get("spark.sql.shuffle.partitions") == str(spark.sparkContext.defaultParallelism)
+    True
+    >>> spark.conf.get("spark.sql.shuffle.partitions")
+    '50'
+    >>> spark.conf.set("spark.sql.shuffle.partitions", before)
+    """
+    frames = [df for df in inputs if df is not None]
+    wanted = _partitions_for_small(frames) if frames else None
+    if wanted is None:
+        yield
+        return
+    conf = frames[0].sparkSession.conf
+    before = conf.get(SHUFFLE_PARTITIONS, None)
+    conf.set(SHUFFLE_PARTITIONS, str(wanted))
+    try:
+        yield
+    finally:
+        if before is None:
+            conf.unset(SHUFFLE_PARTITIONS)
+        else:
+            conf.set(SHUFFLE_PARTITIONS, before)
+
+
+def _partitions_for_small(frames: list[DataFrame]) -> int | None:
+    """The session's cores when ``frames`` fit in one advisory partition per core and that is
+    fewer than ``spark.sql.shuffle.partitions``; else None."""
+    spark = frames[0].sparkSession
+    if is_connect(spark):
+        return None
+    cores = default_parallelism(spark)
+    if cores is None or cores >= int(spark.conf.get(SHUFFLE_PARTITIONS)):
+        return None
+    advisory = spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
+        spark.conf.get(ADVISORY_PARTITION_SIZE, "64MB")
+    )
+    return cores if sum(estimated_bytes(df) for df in frames) <= cores * int(advisory) else None
+
+
+def estimated_bytes(df: DataFrame) -> int:
+    """Spark's estimate of ``df``'s size: its files', a cached plan's measured size, a local
+    relation's rows; Long.MaxValue when Spark cannot tell (then nothing is small)."""
+    return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
 
 
 def spread_over_cores(df: DataFrame, key: Column) -> DataFrame:

@@ -462,10 +462,12 @@ def test_same_seed_same_bits_whatever_the_partitioning_other_seed_other_draws(sp
     one = compare(per_request.coalesce(1), pools.coalesce(1), spec, created_at=CREATED)
     previous = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "5")
+    spark.conf.set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "1b")  # kept at 5: not sized to the cores
     try:
         many = compare(per_request.repartition(7, "request_id"), pools.repartition(3), spec, created_at=CREATED)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
+        spark.conf.unset("spark.sql.adaptive.advisoryPartitionSizeInBytes")
     assert_df_equality(one, many)  # exact: bit for bit, not approximately
     other = _rows(compare(per_request, pools, CompareSpec("A", "B", replicates=100, permutations=99, seed=10,
                                                               slices=("dataset",), buckets=buckets)))

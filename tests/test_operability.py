@@ -265,3 +265,89 @@ def test_an_intermediate_result_is_cached_in_coalesced_partitions(spark, session
         conf.unset(CACHED_PLAN_PARTITIONING)
         for key, value in saved.items():
             conf.set(key, value)
+
+
+SHUFFLE_PARTITIONS, ADVISORY = "spark.sql.shuffle.partitions", "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+
+
+@pytest.fixture
+def session_settings(spark):
+    """The session's shuffle settings put back as they were after the test."""
+    saved = {key: spark.conf.get(key, None) for key in (SHUFFLE_PARTITIONS, ADVISORY)}
+    yield spark.conf
+    for key, value in saved.items():
+        spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+
+
+def test_a_small_input_shuffles_on_one_partition_per_core_and_the_setting_comes_back(spark, session_settings):
+    """docs/operations.md, "Spark settings": the jobs a call runs itself use one shuffle partition
+    per core when its inputs fit in one advisory partition per core; the session's setting (set
+    or not) is back after the block, also when it raises; larger inputs keep the setting."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.frames import shuffles_sized_to
+
+    conf, cores = session_settings, spark.sparkContext.defaultParallelism
+    small, huge = spark.range(1000), spark.range(10**12)  # Spark estimates 8 bytes a row
+    conf.set(SHUFFLE_PARTITIONS, "50")
+    with shuffles_sized_to(small, None):
+        assert conf.get(SHUFFLE_PARTITIONS) == str(cores)
+        grouped = small.groupBy((F.col("id") % 7).alias("g")).count()
+        with_aqe_off = conf.get("spark.sql.adaptive.enabled") == "false"  # the suite's small-data settings
+        assert grouped.rdd.getNumPartitions() == cores or not with_aqe_off
+        assert sorted(r["count"] for r in grouped.collect()) == [142] * 1 + [143] * 6
+    assert conf.get(SHUFFLE_PARTITIONS) == "50"
+    with shuffles_sized_to(small, huge):
+        assert conf.get(SHUFFLE_PARTITIONS) == "50"
+    conf.set(ADVISORY, "1b")  # every input larger than one advisory partition per core
+    with shuffles_sized_to(small):
+        assert conf.get(SHUFFLE_PARTITIONS) == "50"
+    conf.unset(ADVISORY)
+    conf.unset(SHUFFLE_PARTITIONS)
+    with pytest.raises(ZeroDivisionError), shuffles_sized_to(small):
+        assert conf.get(SHUFFLE_PARTITIONS) == str(cores)
+        1 / 0
+    assert conf.get(SHUFFLE_PARTITIONS, None) is None  # unset, as it was
+    conf.set(SHUFFLE_PARTITIONS, str(cores))
+    with shuffles_sized_to(small):
+        assert conf.get(SHUFFLE_PARTITIONS) == str(cores)
+
+
+def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark, sample_dir, session_settings,
+                                                                            monkeypatch):
+    """The shared sample scored (checked) and compared twice under a session of 7 shuffle
+    partitions: once kept (every input 'large'), once sized to the cores by the calls: the
+    per-request rows and the comparison table are the same bits."""
+    import datetime as dt
+
+    from ndcg_spark import Attributes, Contract, compare, pool_summary, score_requests
+    from ndcg_spark import frames
+
+    decided = []
+    original = frames._partitions_for_small
+    monkeypatch.setattr(frames, "_partitions_for_small", lambda dfs: decided.append(original(dfs)) or decided[-1])
+    c, j, a = (spark.read.parquet(sample_dir[name]) for name in ("candidates", "judgments", "attributes"))
+    contract = Contract(k=[3, 10])
+    attributes = Attributes(table=a, weight="weight", slices=("equipment_rarity",))
+
+    def scored_and_compared() -> tuple[list, list]:
+        per_request = score_requests(c, j, contract, attributes=attributes)
+        table = compare(per_request, pool_summary(c, j, contract), baseline="bm25", candidate="hybrid",
+                        replicates=20, permutations=19, created_at=dt.datetime(2026, 12, 3))
+        return sorted(per_request.collect()), table.collect()
+
+    conf = session_settings
+    conf.set(SHUFFLE_PARTITIONS, "7")
+    conf.set(ADVISORY, "1b")
+    kept = scored_and_compared()
+    assert decided and set(decided) == {None}
+    decided.clear()
+    conf.unset(ADVISORY)
+    sized = scored_and_compared()
+    cores = spark.sparkContext.defaultParallelism
+    # score_requests (first) and compare (last) sized their jobs; a check inside a sized call finds
+    # them sized already (None)
+    assert decided[0] == decided[-1] == cores and set(decided) <= {cores, None}, decided
+    assert conf.get(SHUFFLE_PARTITIONS) == "7"
+    assert len(kept[0]) == sample_dir.n_requests * 2 * 2 and len(kept[1]) > 2
+    assert sized == kept  # exact: the same bits

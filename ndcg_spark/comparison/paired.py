@@ -75,7 +75,7 @@ from ndcg_spark.comparison.replicates import RESAMPLED_COLUMNS, UNIT_SUM, resamp
 from ndcg_spark.comparison.sides import Sides, describe_sides, join_sides, slice_columns
 from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import InputError
-from ndcg_spark.frames import join_null_safe, nulls_first, persist_coalesced
+from ndcg_spark.frames import join_null_safe, nulls_first, persist_coalesced, shuffles_sized_to
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import OVERALL, roll_up
 
@@ -173,19 +173,20 @@ def compare(
         raise TypeError("compare: give either spec or baseline=/candidate=/options, not both")
     _require_inputs(per_request, pools)
     created_at = created_at or dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    sides = describe_sides(per_request, spec)
-    slices = slice_columns(per_request, spec)
-    # Used by the guard, the point estimates and the replicates: computed once, released below.
-    joined = persist_coalesced(join_sides(per_request, pools, spec, sides, slices))
-    try:
-        check = check_pools(joined, spec, sides)
-        table = _comparison(joined, spec, sides, check, slices)
-        stamped = table.select(*_stamps(spec, sides, check, created_at, code_version or __version__))
-        # One row per slice x K: small. Materialise it so the cached inputs can be released.
-        rows = sorted(stamped.collect(), key=_table_order)  # in Python: a sort in Spark is a job more
-        return joined.sparkSession.createDataFrame(rows, schema=stamped.schema)
-    finally:
-        joined.unpersist()
+    with shuffles_sized_to(per_request, pools):  # every job of the call: few partitions for a small input
+        sides = describe_sides(per_request, spec)
+        slices = slice_columns(per_request, spec)
+        # Used by the guard, the point estimates and the replicates: computed once, released below.
+        joined = persist_coalesced(join_sides(per_request, pools, spec, sides, slices))
+        try:
+            check = check_pools(joined, spec, sides)
+            table = _comparison(joined, spec, sides, check, slices)
+            stamped = table.select(*_stamps(spec, sides, check, created_at, code_version or __version__))
+            # One row per slice x K: small. Materialise it so the cached inputs can be released.
+            rows = sorted(stamped.collect(), key=_table_order)  # in Python: a sort in Spark is a job more
+            return joined.sparkSession.createDataFrame(rows, schema=stamped.schema)
+        finally:
+            joined.unpersist()
 
 
 def _require_inputs(per_request: DataFrame, pools: DataFrame) -> None:

@@ -43,6 +43,7 @@ from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.guardrail_spec import Guardrail, GuardrailSpec
 from ndcg_spark.errors import InputError
+from ndcg_spark.frames import shuffles_sized_to
 from ndcg_spark.guardrails.columns import GUARDRAIL_COLUMNS, GUARDRAIL_SCHEMA
 from ndcg_spark.guardrails.offline import offline_rows
 from ndcg_spark.guardrails.release import release_rows
@@ -100,25 +101,28 @@ def guardrail_table(
 
     if compare.baseline.system == compare.candidate.system:
         raise InputError("guardrails: the two sides must be different systems (the arms are system names)")
-    sides = describe_sides(per_request, compare)
-    arms = (compare.baseline.system, compare.candidate.system)
-    found = []
-    if spec.release_checks:
-        if outcomes is None:
-            raise InputError("guardrails: release guardrails need the release's outcomes table (guardrails.release.outcomes)")
-        found += _release(outcomes, spec, arms)
-    if spec.offline_checks:
-        if candidates is None:
-            raise InputError("guardrails: offline guardrails need the candidates (inputs.candidates)")
-        if validate:
-            checked = validate_inputs(candidates, judgments, contract, SHELL_CHECK, system=system,
-                                      pool_version=pool_version)
-            candidates, judgments = checked.candidates, checked.judgments
-        scored = per_request.filter(
-            ((F.col("system") == arms[0]) & F.col("pool_version").eqNullSafe(F.lit(sides.baseline_pool)))
-            | ((F.col("system") == arms[1]) & F.col("pool_version").eqNullSafe(F.lit(sides.candidate_pool))))
-        found += _offline(scored, candidates, spec, compare, slice_columns(per_request, compare),
-                          contract or Contract(), judgments, documents, system, pool_version)
+    with shuffles_sized_to(per_request, outcomes, candidates, judgments, documents):  # few partitions when small
+        sides = describe_sides(per_request, compare)
+        arms = (compare.baseline.system, compare.candidate.system)
+        found = []
+        if spec.release_checks:
+            if outcomes is None:
+                raise InputError(
+                    "guardrails: release guardrails need the release's outcomes table (guardrails.release.outcomes)"
+                )
+            found += _release(outcomes, spec, arms)
+        if spec.offline_checks:
+            if candidates is None:
+                raise InputError("guardrails: offline guardrails need the candidates (inputs.candidates)")
+            if validate:
+                checked = validate_inputs(candidates, judgments, contract, SHELL_CHECK, system=system,
+                                          pool_version=pool_version)
+                candidates, judgments = checked.candidates, checked.judgments
+            scored = per_request.filter(
+                ((F.col("system") == arms[0]) & F.col("pool_version").eqNullSafe(F.lit(sides.baseline_pool)))
+                | ((F.col("system") == arms[1]) & F.col("pool_version").eqNullSafe(F.lit(sides.candidate_pool))))
+            found += _offline(scored, candidates, spec, compare, slice_columns(per_request, compare),
+                              contract or Contract(), judgments, documents, system, pool_version)
     overall = overall_verdict(row["verdict"] for row in found if row["slice_dimension"] == OVERALL)
     stamps = {
         "run_id": sides.run_id, "baseline": arms[0], "candidate": arms[1], "overall_verdict": overall,

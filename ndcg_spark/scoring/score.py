@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import EmptyIdealError
+from ndcg_spark.frames import shuffles_sized_to
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring import dense
 from ndcg_spark.scoring.attributes import Attributes, attach_attributes
@@ -96,43 +97,45 @@ def score_requests(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     attributes = attributes or Attributes()
-    if validate:
-        checked = validate_inputs(
-            candidates, judgments, contract, SHELL_CHECK, attributes=attributes, system=system,
-            pool_version=pool_version,
+    # the calls' own jobs (the check, the dense aggregation) on few partitions when the input is small
+    with shuffles_sized_to(candidates, judgments, attributes.table):
+        if validate:
+            checked = validate_inputs(
+                candidates, judgments, contract, SHELL_CHECK, attributes=attributes, system=system,
+                pool_version=pool_version,
+            )
+            candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
+        integer_ids = _groups_on_integer_ids(candidates, judgments, contract)
+        rows = prepare_candidates(
+            candidates, judgments, contract, system=system, pool_version=pool_version,
+            request_id_as_string=not integer_ids,
         )
-        candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
-    integer_ids = _groups_on_integer_ids(candidates, judgments, contract)
-    rows = prepare_candidates(
-        candidates, judgments, contract, system=system, pool_version=pool_version,
-        request_id_as_string=not integer_ids,
-    )
-    rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
-        "judged", F.col("grade").isNotNull()
-    )
-    levels = _dense_levels(contract, candidates, judgments) if dense_plan and dense.applies(contract) else None
-    scored_dense, rest = None, rows
-    if levels is not None:
-        literal = literal_keys(candidates, contract, system, pool_version)
-        scored_dense, rest, cached = dense.score_dense_requests(rows, contract, literal, levels)
-        if cached is not None and cache_handles is not None:
-            cache_handles.append(cached)
-    if rest is None:
-        per_request = scored_dense
-    else:
-        # counted on the candidates alone, before any judgments join
-        large = None if large_request is None else find_large_requests(
-            candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
-            large_request,
+        rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
+            "judged", F.col("grade").isNotNull()
         )
-        per_request = score_by_collecting(rest, judgments, contract, large)
-        if scored_dense is not None:
-            per_request = scored_dense.unionByName(per_request)
-    # attributes join one row per request, before the rows multiply by K
-    per_request = attach_attributes(per_request, candidates, attributes, contract)
-    per_request = rows_per_k(per_request, contract)
-    if contract.empty_ideal == "error":
-        _fail_on_empty_ideal(per_request)
+        levels = _dense_levels(contract, candidates, judgments) if dense_plan and dense.applies(contract) else None
+        scored_dense, rest = None, rows
+        if levels is not None:
+            literal = literal_keys(candidates, contract, system, pool_version)
+            scored_dense, rest, cached = dense.score_dense_requests(rows, contract, literal, levels)
+            if cached is not None and cache_handles is not None:
+                cache_handles.append(cached)
+        if rest is None:
+            per_request = scored_dense
+        else:
+            # counted on the candidates alone, before any judgments join
+            large = None if large_request is None else find_large_requests(
+                candidates.select(*request_keys(candidates, contract, system, pool_version, not integer_ids)),
+                large_request,
+            )
+            per_request = score_by_collecting(rest, judgments, contract, large)
+            if scored_dense is not None:
+                per_request = scored_dense.unionByName(per_request)
+        # attributes join one row per request, before the rows multiply by K
+        per_request = attach_attributes(per_request, candidates, attributes, contract)
+        per_request = rows_per_k(per_request, contract)
+        if contract.empty_ideal == "error":
+            _fail_on_empty_ideal(per_request)
     return per_request.select(
         F.lit(run_id).cast("string").alias("run_id"),
         *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],

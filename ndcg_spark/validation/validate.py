@@ -55,7 +55,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import ValidationSpec
-from ndcg_spark.frames import persist_coalesced
+from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.validation.accounting import RowAccounting, RuleCounts, ValidatedInputs
 from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
@@ -118,18 +118,19 @@ def validate_inputs(
     contract = (contract or Contract()).resolve(candidates.columns)
     spec = spec or ValidationSpec()
     attributes = attributes or Attributes()
-    rows = flag_row_rules(candidates, judgments, contract, attributes, system, pool_version)
-    # A count-only detector (hash aggregations: no windows, nothing cached) looks first. Clean input
-    # costs only that; the rows are flagged one by one only to describe a failure or to quarantine.
-    counts = detect_rule_counts(rows, contract, spec)
-    raise_on_empty(counts, rows)
-    broken = {rule for (_, kind, rule), (n, _) in counts.items() if kind == "rule" and n}
-    if not broken:
-        return _as_read(rows, candidates, attributes, contract, spec, counts)
-    if any(spec.handling(rule) == "error" for rule in broken):
-        raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
-        raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
-    return _quarantined(rows, attributes, contract, spec, run_id)
+    with shuffles_sized_to(candidates, judgments, attributes.table):  # its jobs: few partitions when small
+        rows = flag_row_rules(candidates, judgments, contract, attributes, system, pool_version)
+        # A count-only detector (hash aggregations: no windows, nothing cached) looks first. Clean input
+        # costs only that; the rows are flagged one by one only to describe a failure or to quarantine.
+        counts = detect_rule_counts(rows, contract, spec)
+        raise_on_empty(counts, rows)
+        broken = {rule for (_, kind, rule), (n, _) in counts.items() if kind == "rule" and n}
+        if not broken:
+            return _as_read(rows, candidates, attributes, contract, spec, counts)
+        if any(spec.handling(rule) == "error" for rule in broken):
+            raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
+            raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
+        return _quarantined(rows, attributes, contract, spec, run_id)
 
 
 def _judgment_columns(contract: Contract) -> list[str]:
