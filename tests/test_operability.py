@@ -327,7 +327,7 @@ def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark
     original = frames._partitions_for_small
     monkeypatch.setattr(frames, "_partitions_for_small", lambda dfs: decided.append(original(dfs)) or decided[-1])
     c, j, a = (spark.read.parquet(sample_dir[name]) for name in ("candidates", "judgments", "attributes"))
-    contract = Contract(k=[3, 10])
+    contract = Contract(k=[10])
     attributes = Attributes(table=a, weight="weight", slices=("equipment_rarity",))
 
     def scored_and_compared() -> tuple[list, list]:
@@ -349,5 +349,5 @@ def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark
     # them sized already (None)
     assert decided[0] == decided[-1] == cores and set(decided) <= {cores, None}, decided
     assert conf.get(SHUFFLE_PARTITIONS) == "7"
-    assert len(kept[0]) == sample_dir.n_requests * 2 * 2 and len(kept[1]) > 2
+    assert len(kept[0]) == sample_dir.n_requests * 2 and len(kept[1]) > 2  # requests x systems; overall + slices
     assert sized == kept  # exact: the same bits
