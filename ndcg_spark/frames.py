@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator, Sequence
 
 from pyspark import StorageLevel
@@ -16,6 +15,9 @@ from ndcg_spark.job.session import default_parallelism, is_connect
 # off by default on Spark 4, so a cached aggregate keeps spark.sql.shuffle.partitions (200)
 # partitions and every later job over it runs 200 tasks of a few rows each.
 CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: adaptive execution's target size of a shuffle partition (Spark's default 64 MiB)
+ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 
 
 def join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str], how: str = "inner") -> DataFrame:
@@ -39,21 +41,24 @@ def persist_coalesced(df: DataFrame) -> DataFrame:
     (:func:`~ndcg_spark.compat.coalesces_cached_plans_safely`)."""
     if not coalesces_cached_plans_safely(df.sparkSession):
         return df.persist(StorageLevel.MEMORY_AND_DISK)
-    conf = df.sparkSession.conf
-    before = conf.get(CACHED_PLAN_PARTITIONING, None)
-    conf.set(CACHED_PLAN_PARTITIONING, "true")
-    try:
+    with session_setting(df.sparkSession, CACHED_PLAN_PARTITIONING, "true"):
         return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+@contextlib.contextmanager
+def session_setting(spark, key: str, value: str) -> Iterator[None]:
+    """``key`` set to ``value`` in ``spark``'s session inside the block; after it (also on an
+    error) the session's own value back, or the key unset again if it was not set."""
+    conf = spark.conf
+    before = conf.get(key, None)
+    conf.set(key, value)
+    try:
+        yield
     finally:
         if before is None:
-            conf.unset(CACHED_PLAN_PARTITIONING)
+            conf.unset(key)
         else:
-            conf.set(CACHED_PLAN_PARTITIONING, before)
-
-
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
-#: adaptive execution's target size of a shuffle partition (Spark's default 64 MiB)
-ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+            conf.set(key, before)
 
 
 @contextlib.contextmanager
@@ -85,16 +90,8 @@ def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
     if wanted is None:
         yield
         return
-    conf = frames[0].sparkSession.conf
-    before = conf.get(SHUFFLE_PARTITIONS, None)
-    conf.set(SHUFFLE_PARTITIONS, str(wanted))
-    try:
+    with session_setting(frames[0].sparkSession, SHUFFLE_PARTITIONS, str(wanted)):
         yield
-    finally:
-        if before is None:
-            conf.unset(SHUFFLE_PARTITIONS)
-        else:
-            conf.set(SHUFFLE_PARTITIONS, before)
 
 
 def _partitions_for_small(frames: list[DataFrame]) -> int | None:
@@ -107,7 +104,7 @@ def _partitions_for_small(frames: list[DataFrame]) -> int | None:
     if cores is None or cores >= int(spark.conf.get(SHUFFLE_PARTITIONS)):
         return None
     advisory = spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
-        spark.conf.get(ADVISORY_PARTITION_SIZE, "64MB")
+        spark.conf.get(ADVISORY_PARTITION_SIZE)  # the session's value, or Spark's default ("64MB")
     )
     return cores if sum(estimated_bytes(df) for df in frames) <= cores * int(advisory) else None
 

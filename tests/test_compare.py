@@ -24,6 +24,7 @@ from ndcg_spark.comparison.paired import compare
 from ndcg_spark.comparison.pools import pool_summary
 from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.frames import ADVISORY_PARTITION_SIZE, SHUFFLE_PARTITIONS, session_setting
 from ndcg_spark.report.text import format_comparison
 
 try:  # tests/ may or may not be a package
@@ -460,14 +461,9 @@ def test_same_seed_same_bits_whatever_the_partitioning_other_seed_other_draws(sp
     per_request = per_request.filter(F.col("dataset") < "null-010")
     spec = CompareSpec("A", "B", replicates=100, permutations=99, seed=9, slices=("dataset",), buckets=buckets)
     one = compare(per_request.coalesce(1), pools.coalesce(1), spec, created_at=CREATED)
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "5")
-    spark.conf.set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "1b")  # kept at 5: not sized to the cores
-    try:
+    # 5 shuffle partitions, kept at 5 (every input larger than a 1-byte advisory partition: not sized to the cores)
+    with session_setting(spark, SHUFFLE_PARTITIONS, "5"), session_setting(spark, ADVISORY_PARTITION_SIZE, "1b"):
         many = compare(per_request.repartition(7, "request_id"), pools.repartition(3), spec, created_at=CREATED)
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
-        spark.conf.unset("spark.sql.adaptive.advisoryPartitionSizeInBytes")
     assert_df_equality(one, many)  # exact: bit for bit, not approximately
     other = _rows(compare(per_request, pools, CompareSpec("A", "B", replicates=100, permutations=99, seed=10,
                                                               slices=("dataset",), buckets=buckets)))
