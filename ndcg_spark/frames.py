@@ -18,6 +18,7 @@ CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartiti
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: adaptive execution's target size of a shuffle partition (Spark's default 64 MiB)
 ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 
 
 def join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str], how: str = "inner") -> DataFrame:
@@ -63,24 +64,29 @@ def session_setting(spark, key: str, value: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
-    """Inside the block, the session's shuffles have one partition per core when ``inputs`` fit in
-    one advisory partition per core (Spark's size estimate of their plans, against
-    ``spark.sql.adaptive.advisoryPartitionSizeInBytes``), instead of ``spark.sql.shuffle.partitions``.
-    The session's setting is restored after, and left alone when the inputs are larger, their size
-    unknown, the session a Spark Connect one or its setting already that small.
+    """Inside the block, the session's shuffles have one partition per core, planned without
+    adaptive execution, when ``inputs`` fit in one advisory partition per core (Spark's size
+    estimate of their plans, against ``spark.sql.adaptive.advisoryPartitionSizeInBytes``), instead
+    of ``spark.sql.shuffle.partitions`` partitions planned adaptively. The session's settings are
+    restored after, and left alone when the inputs are larger, their size unknown, the session a
+    Spark Connect one or its partitions already that few.
 
     For the jobs a call runs itself (the input check, the dense plan's cached aggregation, a whole
     comparison): every map task of a shuffle writes one file per partition, so on the sample's
-    20,000 requests Spark's default 200 partitions cost more than the rows (docs/benchmarks.md,
-    round of 2026-12-03 evening). A cluster with more cores than that setting keeps it. The
-    results do not depend on it: a request is scored on its own rows and every sum is exact. Like
-    any session setting, it is seen by queries other threads plan meanwhile.
+    20,000 requests Spark's default 200 partitions cost more than the rows; and adaptive execution
+    runs each shuffle's map side as a job of its own and plans again after it, which on partitions
+    already sized buys nothing (docs/benchmarks.md, rounds of 2026-12-03 evening and night). A
+    cluster with more cores than that setting keeps both. The results do not depend on them: a
+    request is scored on its own rows and every sum is exact. Like any session setting, they are
+    seen by queries other threads plan meanwhile.
 
     >>> before = spark.conf.get("spark.sql.shuffle.partitions")
     >>> spark.conf.set("spark.sql.shuffle.partitions", "50")
     >>> with shuffles_sized_to(spark.range(1000)):
     ...     spark.conf.get("spark.sql.shuffle.partitions") == str(spark.sparkContext.defaultParallelism)
+    ...     spark.conf.get("spark.sql.adaptive.enabled")
     True
+    'false'
     >>> spark.conf.get("spark.sql.shuffle.partitions")
     '50'
     >>> spark.conf.set("spark.sql.shuffle.partitions", before)
@@ -90,7 +96,11 @@ def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
     if wanted is None:
         yield
         return
-    with session_setting(frames[0].sparkSession, SHUFFLE_PARTITIONS, str(wanted)):
+    spark = frames[0].sparkSession
+    with (
+        session_setting(spark, SHUFFLE_PARTITIONS, str(wanted)),
+        session_setting(spark, ADAPTIVE_EXECUTION, "false"),
+    ):
         yield
 
 

@@ -268,12 +268,13 @@ def test_an_intermediate_result_is_cached_in_coalesced_partitions(spark, session
 
 
 SHUFFLE_PARTITIONS, ADVISORY = "spark.sql.shuffle.partitions", "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 @pytest.fixture
 def session_settings(spark):
     """The session's shuffle settings put back as they were after the test."""
-    saved = {key: spark.conf.get(key, None) for key in (SHUFFLE_PARTITIONS, ADVISORY)}
+    saved = {key: spark.conf.get(key, None) for key in (SHUFFLE_PARTITIONS, ADVISORY, ADAPTIVE)}
     yield spark.conf
     for key, value in saved.items():
         spark.conf.unset(key) if value is None else spark.conf.set(key, value)
@@ -281,8 +282,9 @@ def session_settings(spark):
 
 def test_a_small_input_shuffles_on_one_partition_per_core_and_the_setting_comes_back(spark, session_settings):
     """docs/operations.md, "Spark settings": the jobs a call runs itself use one shuffle partition
-    per core when its inputs fit in one advisory partition per core; the session's setting (set
-    or not) is back after the block, also when it raises; larger inputs keep the setting."""
+    per core, planned without adaptive execution, when its inputs fit in one advisory partition
+    per core; the session's settings (set or not) are back after the block, also when it raises;
+    larger inputs keep them."""
     from pyspark.sql import functions as F
 
     from ndcg_spark.frames import shuffles_sized_to
@@ -290,15 +292,15 @@ def test_a_small_input_shuffles_on_one_partition_per_core_and_the_setting_comes_
     conf, cores = session_settings, spark.sparkContext.defaultParallelism
     small, huge = spark.range(1000), spark.range(10**12)  # Spark estimates 8 bytes a row
     conf.set(SHUFFLE_PARTITIONS, "50")
+    conf.set(ADAPTIVE, "true")  # as in a session with Spark's defaults (the suite's own has it off)
     with shuffles_sized_to(small, None):
-        assert conf.get(SHUFFLE_PARTITIONS) == str(cores)
+        assert (conf.get(SHUFFLE_PARTITIONS), conf.get(ADAPTIVE)) == (str(cores), "false")
         grouped = small.groupBy((F.col("id") % 7).alias("g")).count()
-        with_aqe_off = conf.get("spark.sql.adaptive.enabled") == "false"  # the suite's small-data settings
-        assert grouped.rdd.getNumPartitions() == cores or not with_aqe_off
+        assert grouped.rdd.getNumPartitions() == cores  # planned as is: no adaptive coalescing
         assert sorted(r["count"] for r in grouped.collect()) == [142] * 1 + [143] * 6
-    assert conf.get(SHUFFLE_PARTITIONS) == "50"
+    assert (conf.get(SHUFFLE_PARTITIONS), conf.get(ADAPTIVE)) == ("50", "true")
     with shuffles_sized_to(small, huge):
-        assert conf.get(SHUFFLE_PARTITIONS) == "50"
+        assert (conf.get(SHUFFLE_PARTITIONS), conf.get(ADAPTIVE)) == ("50", "true")
     conf.set(ADVISORY, "1b")  # every input larger than one advisory partition per core
     with shuffles_sized_to(small):
         assert conf.get(SHUFFLE_PARTITIONS) == "50"
@@ -316,8 +318,9 @@ def test_a_small_input_shuffles_on_one_partition_per_core_and_the_setting_comes_
 def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark, sample_dir, session_settings,
                                                                             monkeypatch):
     """The shared sample scored (checked) and compared twice under a session of 7 shuffle
-    partitions: once kept (every input 'large'), once sized to the cores by the calls: the
-    per-request rows and the comparison table are the same bits."""
+    partitions with adaptive execution on: once kept (every input 'large'), once sized to the
+    cores and planned without adaptive execution by the calls: the per-request rows and the
+    comparison table are the same bits."""
     import datetime as dt
 
     from ndcg_spark import Attributes, Contract, compare, pool_summary, score_requests
@@ -338,6 +341,7 @@ def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark
 
     conf = session_settings
     conf.set(SHUFFLE_PARTITIONS, "7")
+    conf.set(ADAPTIVE, "true")
     conf.set(ADVISORY, "1b")
     kept = scored_and_compared()
     assert decided and set(decided) == {None}
@@ -348,6 +352,6 @@ def test_score_requests_and_compare_give_the_same_bits_on_sized_partitions(spark
     # score_requests (first) and compare (last) sized their jobs; a check inside a sized call finds
     # them sized already (None)
     assert decided[0] == decided[-1] == cores and set(decided) <= {cores, None}, decided
-    assert conf.get(SHUFFLE_PARTITIONS) == "7"
+    assert (conf.get(SHUFFLE_PARTITIONS), conf.get(ADAPTIVE)) == ("7", "true")
     assert len(kept[0]) == sample_dir.n_requests * 2 and len(kept[1]) > 2  # requests x systems; overall + slices
     assert sized == kept  # exact: the same bits
