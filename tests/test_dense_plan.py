@@ -228,3 +228,32 @@ def test_too_many_gain_levels_or_a_negative_gain_fall_back_to_collecting(spark):
         a, b = (score_requests(table, contract=linear, dense_plan=p, validate=False).orderBy("k").collect()
                 for p in (True, False))
         assert a == b
+
+
+def test_shown_gains_coded_per_position_come_back_exactly(spark):
+    """The plan reads each shown gain back from a 5-bit code per position, 12 positions to a word:
+    with 15 gain levels, max K 32 (three words: a K on each side of a word's edge), unjudged
+    candidates and a gain of -0.0 (a request showing only -0.0 and unjudged in its top 32 has DCG
+    -0.0), both plans give the same bits: every double compared by its repr, so -0.0 is told from 0.0."""
+    import math
+
+    def grade(request: int, position: int) -> float | None:
+        if request == 0:  # only -0.0 and unjudged in the top 32, a positive gain below them
+            return 1.0 if position == 40 else -0.0 if position % 3 else None
+        if (request + position) % 7 == 0:
+            return None  # unjudged
+        value = float((request * 5 + position * 3) % 16)  # 0 .. 15: fifteen positive levels
+        return -0.0 if value == 0 and position % 2 else value
+
+    rows = [(f"q{r}", f"d{p}", float(p), grade(r, p)) for r in range(24) for p in range(1, 41)]
+    table = spark.createDataFrame(rows, "request_id string, doc_id string, position double, grade double")
+    contract = Contract(k=[1, 11, 12, 13, 32], gain="linear")
+    assert len(dense.gain_levels(contract.resolve(table.columns), table.select("grade"))) == 15
+    assert dense.CODES_PER_WORD == 12
+    by_dense, by_collecting = (
+        sorted(score_requests(table, contract=contract, dense_plan=p, validate=False).collect()) for p in (True, False)
+    )
+    assert len(by_dense) == 24 * 5
+    assert [repr(tuple(r)) for r in by_dense] == [repr(tuple(r)) for r in by_collecting]
+    (top,) = [r["dcg"] for r in by_dense if r["request_id"] == "q0" and r["k"] == 1]
+    assert top == 0.0 and math.copysign(1.0, top) == -1.0  # the -0.0 gain at position 1 came back as -0.0

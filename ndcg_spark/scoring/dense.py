@@ -3,7 +3,8 @@
 Logged search results usually carry the displayed rank as their position: 1, 2, 3, ... (or
 0, 1, 2, ...), each once. Then a candidate's rank *is* its position, and nothing needs sorting:
 
-* DCG@k: the gain at each position ``p <= max(K)`` is picked out by ``max(gain if position == p)``;
+* DCG@k: the gain at each position ``p <= max(K)`` is picked out of one bitwise OR per 12
+  positions, each position's gain a 5-bit code (:func:`_shown_codes`; decoded to the same doubles);
 * the ideal: the gains sorted descending are, when the request's gains take few distinct values,
   ``v1`` repeated ``count(gain == v1)`` times, then ``v2`` ..., so counting per value is enough;
 * the unjudged in the top k and the candidate counts are counts.
@@ -46,6 +47,11 @@ MAX_GAIN_LEVELS = 16
 MAX_K = 32
 #: Past this many requests the plan does not serve, the collecting plan scores every request.
 MAX_LISTED_NOT_SERVED = 100_000
+#: Bits of a shown gain's code (:func:`_gain_code`): 0 unjudged or no candidate, 1 and 2 the
+#: gains +0.0 and -0.0, then one per gain level (at most MAX_GAIN_LEVELS, so at most 18 codes).
+CODE_BITS = 5
+#: Positions whose codes one 64-bit word holds.
+CODES_PER_WORD = 64 // CODE_BITS
 
 
 def applies(contract: Contract) -> bool:
@@ -58,18 +64,62 @@ def applies(contract: Contract) -> bool:
     )
 
 
+def _whole(contract: Contract) -> Column:
+    """The row's position is a whole number from 0 to max K (one the plan can hold a bit for)."""
+    pos = F.col("position")
+    return (pos >= 0) & (pos <= contract.max_k) & (pos == F.floor(pos))
+
+
+def _shifted_left(value: Column, bits: Column) -> Column:
+    """``value << bits`` with a column shift (pyspark's ``shiftleft`` takes a literal one)."""
+    return F.call_function("shiftleft", value.cast("long"), bits.cast("int"))
+
+
 def _density(contract: Contract) -> list[Column]:
     """The aggregates the density check needs (see the module docstring)."""
     m, pos = contract.max_k, F.col("position")
-    whole = (pos >= 0) & (pos <= m) & (pos == F.floor(pos))
     return [
         F.count(F.lit(1)).alias("n_candidates"),
         F.count("position").alias("_n_placed"),
         F.count(F.when(pos <= m - 1, 1)).alias("_n_top0"),
         F.count(F.when(pos <= m, 1)).alias("_n_top1"),
-        # 2^pos is exact in a double for pos <= 32 (shiftleft takes no column shift)
-        F.bit_or(F.when(whole, F.pow(F.lit(2.0), pos).cast("long"))).alias("_seen"),
+        F.bit_or(F.when(_whole(contract), _shifted_left(F.lit(1), pos))).alias("_seen"),
     ]
+
+
+def _gain_code(gain_: Column, levels: list[float]) -> Column:
+    """A shown gain as a code of :data:`CODE_BITS` bits: 0 unjudged (null), 1 the gain +0.0, 2 the
+    gain -0.0 (told apart: ``pow(-0.0, -1)`` is -inf), 3 + i the level ``levels[i]``; a gain off
+    the levels codes 0 (its request is not served)."""
+    code = F.when(gain_ == F.lit(0.0), F.when(F.pow(gain_, F.lit(-1.0)) < 0, F.lit(2)).otherwise(F.lit(1)))
+    for i, value in enumerate(levels):
+        code = code.when(gain_ == F.lit(value), F.lit(3 + i))
+    return code.otherwise(F.lit(0))
+
+
+def _shown_codes(contract: Contract, levels: list[float]) -> list[Column]:
+    """The codes of the gains shown at positions 0 .. max K, :data:`CODES_PER_WORD` positions per
+    long: word ``w`` ORs each row's code shifted to its position's bits. A position held by one
+    candidate gives its code back exactly (a request with a position held twice is not dense,
+    hence not served); a position nobody holds reads 0, like an unjudged one."""
+    slot, words = F.col("position").cast("int"), contract.max_k // CODES_PER_WORD + 1
+    code, whole = _gain_code(F.col("gain"), levels), _whole(contract)
+    return [
+        F.bit_or(F.when(whole & (slot >= w * CODES_PER_WORD) & (slot < (w + 1) * CODES_PER_WORD),
+                        _shifted_left(code, (slot - w * CODES_PER_WORD) * CODE_BITS))).alias(f"_shown{w}")
+        for w in range(words)
+    ]
+
+
+def _shown_gain(p: int, levels: list[float]) -> Column:
+    """The gain shown at position ``p`` from the words of :func:`_shown_codes` (null: unjudged or
+    no candidate), the same double that was coded."""
+    word = F.col(f"_shown{p // CODES_PER_WORD}")
+    code = F.shiftright(word, CODE_BITS * (p % CODES_PER_WORD)).bitwiseAND(F.lit((1 << CODE_BITS) - 1))
+    gain_ = F.when(code == 1, F.lit(0.0)).when(code == 2, F.lit(-0.0))
+    for i, value in enumerate(levels):
+        gain_ = gain_.when(code == 3 + i, F.lit(value))
+    return gain_
 
 
 def _is_dense(contract: Contract, base: int) -> Column:
@@ -132,16 +182,15 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
         F.count(F.when(off_level, 1)).alias("_n_off_level"),
         F.count("grade").alias("n_judged"),
         F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
-        # the gain shown at each position 0..max K (null: unjudged, or no candidate there)
-        *[F.max(F.when(pos == p, gain_)).alias(f"_g{p}") for p in range(m + 1)],
+        # the gains shown at positions 0..max K, coded (null: unjudged, or no candidate there)
+        *_shown_codes(contract, levels),
         *[F.count(F.when((pos <= k - 1 + base) & unjudged, 1)).alias(f"_u{k}_{base}")
           for k in contract.k for base in (0, 1)],
         *[F.count(F.when(gain_ == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
     )
     dense0, dense1 = _is_dense(contract, 0), _is_dense(contract, 1)
-    shown = F.when(dense0, F.array(*[F.col(f"_g{p}") for p in range(m)])).otherwise(
-        F.array(*[F.col(f"_g{p}") for p in range(1, m + 1)])
-    )
+    gains = [_shown_gain(p, levels) for p in range(m + 1)]
+    shown = F.when(dense0, F.array(*gains[:m])).otherwise(F.array(*gains[1:]))
     # the ideal's first max K gains: each positive value as often as it occurs, largest first
     runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
     ideal = F.slice(F.concat(*runs), 1, m) if runs else F.array().cast("array<double>")
