@@ -116,10 +116,8 @@ def _shown_gain(p: int, levels: list[float]) -> Column:
     no candidate), the same double that was coded."""
     word = F.col(f"_shown{p // CODES_PER_WORD}")
     code = F.shiftright(word, CODE_BITS * (p % CODES_PER_WORD)).bitwiseAND(F.lit((1 << CODE_BITS) - 1))
-    gain_ = F.when(code == 1, F.lit(0.0)).when(code == 2, F.lit(-0.0))
-    for i, value in enumerate(levels):
-        gain_ = gain_.when(code == 3 + i, F.lit(value))
-    return gain_
+    by_code = F.array(F.lit(None).cast("double"), F.lit(0.0), F.lit(-0.0), *[F.lit(float(v)) for v in levels])
+    return F.try_element_at(by_code, (code + 1).cast("int"))  # a code past the levels: a request not served
 
 
 def _is_dense(contract: Contract, base: int) -> Column:
