@@ -18,6 +18,7 @@ CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartiti
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: adaptive execution's target size of a shuffle partition (Spark's default 64 MiB)
 ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+#: adaptive execution (on by default), which small inputs' own jobs are planned without
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
 
 

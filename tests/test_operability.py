@@ -15,6 +15,9 @@ import textwrap
 import pytest
 
 from ndcg_spark.errors import ContractError
+from ndcg_spark.frames import ADAPTIVE_EXECUTION as ADAPTIVE
+from ndcg_spark.frames import ADVISORY_PARTITION_SIZE as ADVISORY
+from ndcg_spark.frames import SHUFFLE_PARTITIONS
 from ndcg_spark.job.config import Source
 from ndcg_spark.job.io import clear_run, output_exists, read_run, read_written, write_run_partitioned
 
@@ -235,9 +238,9 @@ def test_an_intermediate_result_is_cached_in_coalesced_partitions(spark, session
     from ndcg_spark.frames import CACHED_PLAN_PARTITIONING, persist_coalesced
 
     conf = spark.conf
-    saved = {key: conf.get(key) for key in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")}
-    conf.set("spark.sql.adaptive.enabled", "true")
-    conf.set("spark.sql.shuffle.partitions", "50")
+    saved = {key: conf.get(key) for key in (ADAPTIVE, SHUFFLE_PARTITIONS)}
+    conf.set(ADAPTIVE, "true")
+    conf.set(SHUFFLE_PARTITIONS, "50")
     if session_value is None:
         conf.unset(CACHED_PLAN_PARTITIONING)
     else:
@@ -265,10 +268,6 @@ def test_an_intermediate_result_is_cached_in_coalesced_partitions(spark, session
         conf.unset(CACHED_PLAN_PARTITIONING)
         for key, value in saved.items():
             conf.set(key, value)
-
-
-SHUFFLE_PARTITIONS, ADVISORY = "spark.sql.shuffle.partitions", "spark.sql.adaptive.advisoryPartitionSizeInBytes"
-ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 @pytest.fixture

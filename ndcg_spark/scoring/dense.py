@@ -111,13 +111,18 @@ def _shown_codes(contract: Contract, levels: list[float]) -> list[Column]:
     ]
 
 
-def _shown_gain(p: int, levels: list[float]) -> Column:
-    """The gain shown at position ``p`` from the words of :func:`_shown_codes` (null: unjudged or
-    no candidate), the same double that was coded."""
-    word = F.col(f"_shown{p // CODES_PER_WORD}")
-    code = F.shiftright(word, CODE_BITS * (p % CODES_PER_WORD)).bitwiseAND(F.lit((1 << CODE_BITS) - 1))
+def _shown_gains(contract: Contract, levels: list[float]) -> list[Column]:
+    """The gains shown at positions 0 .. max K from the words of :func:`_shown_codes` (null:
+    unjudged or no candidate), the same doubles that were coded: each code looked up in one
+    literal array (a code past the levels: a request not served)."""
     by_code = F.array(F.lit(None).cast("double"), F.lit(0.0), F.lit(-0.0), *[F.lit(float(v)) for v in levels])
-    return F.try_element_at(by_code, (code + 1).cast("int"))  # a code past the levels: a request not served
+    mask = F.lit((1 << CODE_BITS) - 1)
+    gains = []
+    for p in range(contract.max_k + 1):
+        word = F.col(f"_shown{p // CODES_PER_WORD}")
+        code = F.shiftright(word, CODE_BITS * (p % CODES_PER_WORD)).bitwiseAND(mask)
+        gains.append(F.try_element_at(by_code, (code + 1).cast("int")))
+    return gains
 
 
 def _is_dense(contract: Contract, base: int) -> Column:
@@ -187,7 +192,7 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
         *[F.count(F.when(gain_ == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
     )
     dense0, dense1 = _is_dense(contract, 0), _is_dense(contract, 1)
-    gains = [_shown_gain(p, levels) for p in range(m + 1)]
+    gains = _shown_gains(contract, levels)
     shown = F.when(dense0, F.array(*gains[:m])).otherwise(F.array(*gains[1:]))
     # the ideal's first max K gains: each positive value as often as it occurs, largest first
     runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
