@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 #: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
+from tests.class_archive import java_options
 from tests.small_data import SMALL_DATA_EXECUTION, nightly_execution
 
 
@@ -28,12 +29,14 @@ from tests.small_data import SMALL_DATA_EXECUTION, nightly_execution
 def spark(tmp_path_factory):
     from ndcg_spark.job.session import build_session
 
+    # the suite's class archive, when bash dev.sh built one (tests/class_archive.py): a faster start
+    jvm = {"spark.driver.extraJavaOptions": java_options()} if java_options() else {}
     session = build_session(
         master="local[2]",
         app_name="ndcg-spark-tests",
         shuffle_partitions=2,
         warehouse_dir=tmp_path_factory.mktemp("spark-warehouse"),
-        conf=SMALL_DATA_EXECUTION,
+        conf={**SMALL_DATA_EXECUTION, **jvm},
     )
     yield session
     session.stop()

@@ -43,6 +43,10 @@ setup() {
   fi
 }
 
+# the suite's JVMs start from a class archive of what a run loads, built once per virtualenv, JDK
+# and pyspark (tests/class_archive.py; without one they load their classes as usual)
+class_archive() { NDCG_TEST_CLASS_ARCHIVE=$(.venv/bin/python tests/class_archive.py); export NDCG_TEST_CLASS_ARCHIVE; }
+
 cmd=${1:-}
 shift || true
 # the suite on NDCG_TEST_WORKERS pytest-xdist workers, each module's tests on one worker, the longest
@@ -64,9 +68,11 @@ case "$cmd" in
     .venv/bin/ndcg-spark compare --config conf/local.yaml "$@"
     ;;
   test)
+    class_archive
     .venv/bin/python -m pytest $(parallel 3) "$@"
     ;;
   test-fast)
+    class_archive
     .venv/bin/python -m pytest $(parallel 2) -m "not slow and not e2e" "$@"
     ;;
   test-on)

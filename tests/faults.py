@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -26,8 +27,10 @@ import yaml
 from pyspark.sql import functions as F
 
 try:
+    from tests import class_archive
     from tests.small_data import SMALL_DATA_EXECUTION
 except ImportError:  # pragma: no cover - run from inside tests/
+    import class_archive  # type: ignore[no-redef]
     from small_data import SMALL_DATA_EXECUTION  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,9 +232,10 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
 
 #: the JVMs the tests start (child drivers, a cluster's daemons and executors, the benchmark's
 #: contenders) compile with C1 only: each lives for one short run on small data, where C2's
-#: compiling costs more than it saves (docs/benchmarks.md, "The test suite")
-C1_ONLY = "-XX:TieredStopAtLevel=1"
-CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {C1_ONLY} pyspark-shell"
+#: compiling costs more than it saves (docs/benchmarks.md, "The test suite"); and they map the
+#: suite's class archive when ``bash dev.sh`` built one (tests/class_archive.py)
+C1_ONLY = class_archive.java_options(c1_only=True)
+CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {shlex.quote(C1_ONLY)} pyspark-shell"
 
 
 def env(**extra: str) -> dict[str, str]:

@@ -1,0 +1,147 @@
+"""A class-data archive for the suite's JVMs: the classes a run of ndcg-spark loads, stored once in
+the JVM's own format, so that each JVM the suite starts maps them instead of loading and verifying
+them from Spark's jars again (JDK 17 application class-data sharing: ``-XX:ArchiveClassesAtExit``
+to write it, ``-XX:SharedArchiveFile`` to use it).
+
+The suite starts about twenty short-lived JVMs (its workers' sessions, the fault tests' child
+drivers, a cluster's drivers, the benchmark's contenders); each spent seconds of CPU loading the
+same classes. ``bash dev.sh test`` and ``test-fast`` build the archive once per virtualenv, JDK and
+pyspark (``python tests/class_archive.py`` prints its path; it is kept in the virtualenv) and hand
+it to the tests in ``NDCG_TEST_CLASS_ARCHIVE``; :func:`java_options` puts it on a JVM's command
+line. Without it (pytest run directly, or a build that failed) every JVM loads its classes as
+before: the archive changes how fast a JVM starts, never what it computes. Measured in
+docs/benchmarks.md ("The test suite").
+
+The archive is written by a JVM as it exits, so the build runs a small night (the sample's
+``run`` and ``compare``) in a child process, ends its JVM, checks that a new JVM starts on the
+archive (``-Xshare:on`` refuses one that does not match), and only then moves it into place: a
+half-written archive is never used (a JVM mapping one crashes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ENV = "NDCG_TEST_CLASS_ARCHIVE"
+#: a JVM whose archive is missing or does not match its class path runs without it, silently
+#: (the JVM would otherwise print a warning on standard output, which tests read)
+QUIET = "-Xlog:cds=off,cds+dynamic=off"
+
+
+def java_options(*, c1_only: bool = False) -> str:
+    """The JVM options of a JVM the suite starts: the archive of :data:`ENV` when there is one,
+    and with ``c1_only`` the C1 compiler alone (for JVMs that live for one short run)."""
+    options = ["-XX:TieredStopAtLevel=1"] if c1_only else []
+    archive = os.environ.get(ENV)
+    if archive and Path(archive).is_file():
+        options += [f"-XX:SharedArchiveFile={archive}", QUIET]
+    return " ".join(options)
+
+
+def archive_path() -> Path:
+    """Where this virtualenv keeps the archive for this JDK and this pyspark (their versions in its
+    name: another JDK or pyspark gets an archive of its own)."""
+    import pyspark
+
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
+    version = subprocess.run([str(java), "-version"], capture_output=True, text=True, check=True).stderr
+    key = hashlib.sha256(f"{version}\n{pyspark.__version__}\n{pyspark.__file__}".encode()).hexdigest()[:16]
+    return Path(sys.prefix) / f"jvm-classes-{key}.jsa"
+
+
+_NIGHT = """
+import sys
+from pathlib import Path
+from pyspark import SparkContext
+from ndcg_spark.cli import main
+from ndcg_spark.job.session import build_session
+from ndcg_spark.sample.generate import write_sample
+from tests.small_data import SMALL_DATA_EXECUTION
+
+root = Path(sys.argv[1])
+spark = build_session(master="local[2]", app_name="ndcg-spark-class-archive", shuffle_partitions=2,
+                      warehouse_dir=str(root / "warehouse"), conf=SMALL_DATA_EXECUTION)
+if sys.argv[2] == "night":
+    write_sample(spark, root / "data", n_requests=40, seed=11)
+    config = root / "job.yaml"
+    config.write_text(CONFIG.format(data=root / "data", out=root / "out"), encoding="utf-8")
+    for command in ("run", "compare"):
+        assert main([command, "--config", str(config), "--run-id", "archive"]) == 0, command
+else:
+    assert spark.range(3).count() == 3
+jvm = SparkContext._gateway.proc
+spark.stop()
+jvm.stdin.close()  # the JVM exits on its standard input's end, writing the archive as it goes
+jvm.wait(timeout=300)
+"""
+
+_CONFIG = """
+version: 1
+contract: {{k: [3, 10]}}
+inputs:
+  candidates: {{path: {data}/candidates}}
+  judgments: {{path: {data}/judgments}}
+attributes: {{path: {data}/attributes, weight: weight, slices: [equipment_rarity]}}
+outputs:
+  per_request: {{path: {out}/per_request}}
+  aggregate: {{path: {out}/aggregate}}
+  audit: {{path: {out}/audit}}
+  run_metadata: {{path: {out}/run_metadata}}
+  comparison: {{path: {out}/comparison}}
+  report_dir: {out}/reports
+aggregate: {{min_eligible: 5, bootstrap: {{replicates: 20}}}}
+compare: {{baseline: bm25, candidate: hybrid, bootstrap: {{replicates: 20}}, permutations: 19}}
+spark: {{master: "local[2]", shuffle_partitions: 2}}
+"""
+
+
+def _child(root: Path, mode: str, options: str) -> subprocess.CompletedProcess:
+    code = f"CONFIG = {_CONFIG!r}\n{textwrap.dedent(_NIGHT)}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {shlex.quote(options)} pyspark-shell"}
+    return subprocess.run([sys.executable, "-c", code, str(root), mode], env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def build(path: Path) -> None:
+    """Write the archive to ``path``: a night's run in a child JVM that writes it as it exits,
+    then a JVM that must start on it; an :class:`AssertionError` (nothing at ``path``) otherwise."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        with tempfile.TemporaryDirectory(prefix="ndcg-class-archive-") as folder:
+            done = _child(Path(folder), "night", f"-XX:ArchiveClassesAtExit={partial} {QUIET}")
+            assert done.returncode == 0 and partial.is_file(), done.stderr[-3000:]
+            checked = _child(Path(folder), "check", f"-Xshare:on -XX:SharedArchiveFile={partial}")
+            assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def main() -> int:
+    """Print the archive's path, building it first when this virtualenv has none for this JDK and
+    pyspark; print nothing (and say why on standard error) when it cannot be built."""
+    path = archive_path()
+    if not path.is_file():
+        started = time.perf_counter()
+        print(f"class_archive: building the suite's JVM class archive ({path.name}) once", file=sys.stderr)
+        try:
+            build(path)
+        except (AssertionError, OSError, subprocess.SubprocessError) as exc:
+            print(f"class_archive: not built, the suite's JVMs load their classes as usual: {exc}", file=sys.stderr)
+            return 0
+        print(f"class_archive: built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
