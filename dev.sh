@@ -2,7 +2,8 @@
 # The README's two commands, each doing all its own set-up on a fresh machine:
 #   bash dev.sh demo    set up, write the sample data, publish two earlier demo nights (jobs/demo_nights.py),
 #                       run the nightly job on local Spark, then compare hybrid with bm25
-#   bash dev.sh test    set up, run the whole test suite (what CI runs)
+#   bash dev.sh test    set up, run the whole test suite (what CI runs); set-up includes the suite's JVM class
+#                       archive, built once per virtualenv (tests/class_archive.py)
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark, simulations, fuzzing, the oracle grids past their core) or e2e (whole
 #                           jobs through the console script)

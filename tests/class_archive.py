@@ -3,9 +3,9 @@ the JVM's own format, so that each JVM the suite starts maps them instead of loa
 them from Spark's jars again (JDK 17 application class-data sharing: ``-XX:ArchiveClassesAtExit``
 to write it, ``-XX:SharedArchiveFile`` to use it).
 
-The suite starts about twenty short-lived JVMs (its workers' sessions, the fault tests' child
-drivers, a cluster's drivers, the benchmark's contenders); each spent seconds of CPU loading the
-same classes. ``bash dev.sh test`` and ``test-fast`` build the archive once per virtualenv, JDK and
+Every JVM the suite starts (its workers' sessions, the fault tests' child drivers, a cluster's
+daemons, drivers and executors, the benchmark's contenders) spent seconds of CPU loading the same
+classes. ``bash dev.sh test`` and ``test-fast`` build the archive once per virtualenv, JDK and
 pyspark (``python tests/class_archive.py`` prints its path; it is kept in the virtualenv) and hand
 it to the tests in ``NDCG_TEST_CLASS_ARCHIVE``; :func:`java_options` puts it on a JVM's command
 line. Without it (pytest run directly, or a build that failed) every JVM loads its classes as
@@ -47,13 +47,16 @@ def java_options(*, c1_only: bool = False) -> str:
 
 
 def archive_path() -> Path:
-    """Where this virtualenv keeps the archive for this JDK and this pyspark (their versions in its
-    name: another JDK or pyspark gets an archive of its own)."""
+    """Where this virtualenv keeps the archive for this JDK and this pyspark (a hash of the JDK's
+    version, pyspark's and its jars' folder in its name: another JDK or a reinstalled pyspark gets
+    an archive of its own; the JVM would refuse the old one anyway, its jars' times having changed)."""
     import pyspark
 
     java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
     version = subprocess.run([str(java), "-version"], capture_output=True, text=True, check=True).stderr
-    key = hashlib.sha256(f"{version}\n{pyspark.__version__}\n{pyspark.__file__}".encode()).hexdigest()[:16]
+    jars = Path(pyspark.__file__).parent / "jars"
+    stamp = f"{version}\n{pyspark.__version__}\n{jars}\n{jars.stat().st_mtime_ns}"
+    key = hashlib.sha256(stamp.encode()).hexdigest()[:16]
     return Path(sys.prefix) / f"jvm-classes-{key}.jsa"
 
 
@@ -122,6 +125,9 @@ def build(path: Path) -> None:
             checked = _child(Path(folder), "check", f"-Xshare:on -XX:SharedArchiveFile={partial}")
             assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
         partial.replace(path)
+        for stale in path.parent.glob("jvm-classes-*.jsa"):  # another JDK's or pyspark's: not used again
+            if stale != path:
+                stale.unlink(missing_ok=True)
     finally:
         partial.unlink(missing_ok=True)
 
