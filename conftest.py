@@ -18,10 +18,13 @@ never ``./spark-warehouse`` in the checkout.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-#: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
 from tests.class_archive import java_options
+
+#: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
 from tests.small_data import SMALL_DATA_EXECUTION, nightly_execution
 
 
@@ -30,7 +33,9 @@ def spark(tmp_path_factory):
     from ndcg_spark.job.session import build_session
 
     # the suite's class archive, when bash dev.sh built one (tests/class_archive.py): a faster start
-    jvm = {"spark.driver.extraJavaOptions": java_options()} if java_options() else {}
+    # (not on Spark Connect, whose server's JVM is started elsewhere)
+    local = java_options() and not os.environ.get("SPARK_REMOTE")
+    jvm = {"spark.driver.extraJavaOptions": java_options()} if local else {}
     session = build_session(
         master="local[2]",
         app_name="ndcg-spark-tests",
