@@ -135,16 +135,16 @@ def build(path: Path) -> None:
 def main() -> int:
     """Print the archive's path, building it first when this virtualenv has none for this JDK and
     pyspark; print nothing (and say why on standard error) when it cannot be built."""
-    path = archive_path()
-    if not path.is_file():
-        started = time.perf_counter()
-        print(f"class_archive: building the suite's JVM class archive ({path.name}) once", file=sys.stderr)
-        try:
+    try:
+        path = archive_path()
+        if not path.is_file():
+            started = time.perf_counter()
+            print(f"class_archive: building the suite's JVM class archive ({path.name}) once", file=sys.stderr)
             build(path)
-        except (AssertionError, OSError, subprocess.SubprocessError) as exc:
-            print(f"class_archive: not built, the suite's JVMs load their classes as usual: {exc}", file=sys.stderr)
-            return 0
-        print(f"class_archive: built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            print(f"class_archive: built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    except (AssertionError, OSError, subprocess.SubprocessError) as exc:
+        print(f"class_archive: not built, the suite's JVMs load their classes as usual: {exc}", file=sys.stderr)
+        return 0
     print(path)
     return 0
 
