@@ -34,8 +34,8 @@ def spark(tmp_path_factory):
 
     # the suite's class archive, when bash dev.sh built one (tests/class_archive.py): a faster start
     # (not on Spark Connect, whose server's JVM is started elsewhere)
-    local = java_options() and not os.environ.get("SPARK_REMOTE")
-    jvm = {"spark.driver.extraJavaOptions": java_options()} if local else {}
+    options = "" if os.environ.get("SPARK_REMOTE") else java_options()
+    jvm = {"spark.driver.extraJavaOptions": options} if options else {}
     session = build_session(
         master="local[2]",
         app_name="ndcg-spark-tests",

@@ -234,8 +234,8 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
 #: contenders) compile with C1 only: each lives for one short run on small data, where C2's
 #: compiling costs more than it saves (docs/benchmarks.md, "The test suite"); and they map the
 #: suite's class archive when ``bash dev.sh`` built one (tests/class_archive.py)
-C1_ONLY = class_archive.java_options(c1_only=True)
-CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {shlex.quote(C1_ONLY)} pyspark-shell"
+CHILD_JVM_OPTIONS = class_archive.java_options(c1_only=True)
+CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {shlex.quote(CHILD_JVM_OPTIONS)} pyspark-shell"
 
 
 def env(**extra: str) -> dict[str, str]:

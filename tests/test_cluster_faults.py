@@ -74,7 +74,7 @@ def _hive_conf(home: Path) -> list[str]:
         "--conf",
         f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={home}/metastore_db;create=true",
         "--conf", f"spark.sql.warehouse.dir={home}/warehouse",
-        "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={home} {faults.C1_ONLY}",
+        "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={home} {faults.CHILD_JVM_OPTIONS}",
         "--conf", "spark.ui.enabled=false",
         "--driver-memory", "768m",
     ]
@@ -83,11 +83,12 @@ def _hive_conf(home: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A standalone master and one worker (1 core, 1 GiB) on 127.0.0.1, from the pyspark wheel; its
-    daemons, executors and drivers compile with C1 only (``faults.C1_ONLY``)."""
+    daemons, executors and drivers compile with C1 only and map the suite's class archive
+    (``faults.CHILD_JVM_OPTIONS``)."""
     home = tmp_path_factory.mktemp("cluster")
     port, ui, worker_port, worker_ui = (_free_port() for _ in range(4))
     env = _env(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
-               SPARK_DAEMON_JAVA_OPTS=faults.C1_ONLY, SPARK_LOG_DIR=str(home / "logs"),
+               SPARK_DAEMON_JAVA_OPTS=faults.CHILD_JVM_OPTIONS, SPARK_LOG_DIR=str(home / "logs"),
                SPARK_WORKER_DIR=str(home / "work"))
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     master = worker = None
@@ -145,7 +146,7 @@ def _executors(worker_pid: int) -> dict[int, tuple[str, str]]:
 def _submit(cluster, config_path: Path, run_id: str, zip_path: Path, log: Path) -> subprocess.Popen:
     cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster["url"], "--py-files", str(zip_path),
            "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=768m",
-           "--conf", f"spark.executor.extraJavaOptions={faults.C1_ONLY}",
+           "--conf", f"spark.executor.extraJavaOptions={faults.CHILD_JVM_OPTIONS}",
            "--conf", "spark.sql.shuffle.partitions=2", *_hive_conf(cluster["home"]),
            str(ROOT / "jobs" / "nightly_eval.py"), "run", "--config", str(config_path), "--run-id", run_id]
     env = {k: v for k, v in cluster["env"].items() if k != "PYTHONPATH"}  # the code comes from the zip
