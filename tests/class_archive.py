@@ -26,7 +26,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -60,57 +59,41 @@ def archive_path() -> Path:
     return Path(sys.prefix) / f"jvm-classes-{key}.jsa"
 
 
-_NIGHT = """
-import sys
-from pathlib import Path
-from pyspark import SparkContext
-from ndcg_spark.cli import main
-from ndcg_spark.job.session import build_session
-from ndcg_spark.sample.generate import write_sample
-from tests.small_data import SMALL_DATA_EXECUTION
+def _night(root: Path, mode: str) -> None:
+    """In the child process: ``night`` runs the tests' sample night (:func:`tests.conftest.run_the_sample`:
+    ``run`` then ``compare``) on a small sample, ``check`` one job; then ends the JVM, which writes
+    the archive as it exits (``-XX:ArchiveClassesAtExit``) or has started on it (``-Xshare:on``)."""
+    from pyspark import SparkContext
 
-root = Path(sys.argv[1])
-spark = build_session(master="local[2]", app_name="ndcg-spark-class-archive", shuffle_partitions=2,
-                      warehouse_dir=str(root / "warehouse"), conf=SMALL_DATA_EXECUTION)
-if sys.argv[2] == "night":
-    write_sample(spark, root / "data", n_requests=40, seed=11)
-    config = root / "job.yaml"
-    config.write_text(CONFIG.format(data=root / "data", out=root / "out"), encoding="utf-8")
-    for command in ("run", "compare"):
-        assert main([command, "--config", str(config), "--run-id", "archive"]) == 0, command
-else:
-    assert spark.range(3).count() == 3
-jvm = SparkContext._gateway.proc
-spark.stop()
-jvm.stdin.close()  # the JVM exits on its standard input's end, writing the archive as it goes
-jvm.wait(timeout=300)
-"""
+    from ndcg_spark.job.session import build_session
+    from ndcg_spark.sample.generate import write_sample
+    from tests.conftest import SAMPLE_SEED, SampleFiles, run_the_sample
+    from tests.small_data import SMALL_DATA_EXECUTION
 
-_CONFIG = """
-version: 1
-contract: {{k: [3, 10]}}
-inputs:
-  candidates: {{path: {data}/candidates}}
-  judgments: {{path: {data}/judgments}}
-attributes: {{path: {data}/attributes, weight: weight, slices: [equipment_rarity]}}
-outputs:
-  per_request: {{path: {out}/per_request}}
-  aggregate: {{path: {out}/aggregate}}
-  audit: {{path: {out}/audit}}
-  run_metadata: {{path: {out}/run_metadata}}
-  comparison: {{path: {out}/comparison}}
-  report_dir: {out}/reports
-aggregate: {{min_eligible: 5, bootstrap: {{replicates: 20}}}}
-compare: {{baseline: bm25, candidate: hybrid, bootstrap: {{replicates: 20}}, permutations: 19}}
-spark: {{master: "local[2]", shuffle_partitions: 2}}
-"""
+    spark = build_session(master="local[2]", app_name="ndcg-spark-class-archive", shuffle_partitions=2,
+                          warehouse_dir=str(root / "warehouse"), conf=SMALL_DATA_EXECUTION)
+    if mode == "night":
+        data = root / "data"
+        write_sample(spark, data, n_requests=_REQUESTS, seed=SAMPLE_SEED)
+        sample = SampleFiles(data, *(str(data / name) for name in ("candidates", "judgments", "attributes")))
+        run_the_sample(sample, root, (3, 10), ("equipment_rarity", "permission_group"))
+    else:
+        assert spark.range(3).count() == 3
+    jvm = SparkContext._gateway.proc
+    spark.stop()
+    jvm.stdin.close()  # the JVM exits on its standard input's end, writing the archive as it goes
+    jvm.wait(timeout=300)
+
+
+#: the sample's requests for the archive's night: what matters is which classes a run loads, not its size
+_REQUESTS = 40
 
 
 def _child(root: Path, mode: str, options: str) -> subprocess.CompletedProcess:
-    code = f"CONFIG = {_CONFIG!r}\n{textwrap.dedent(_NIGHT)}"
+    """This script in a child process (:func:`_night`), its driver JVM started with ``options``."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
            "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {shlex.quote(options)} pyspark-shell"}
-    return subprocess.run([sys.executable, "-c", code, str(root), mode], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, __file__, mode, str(root)], env=env, capture_output=True, text=True,
                           timeout=900)
 
 
@@ -132,9 +115,13 @@ def build(path: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     """Print the archive's path, building it first when this virtualenv has none for this JDK and
-    pyspark; print nothing (and say why on standard error) when it cannot be built."""
+    pyspark; print nothing (and say why on standard error) when it cannot be built. (With
+    ``night|check FOLDER``: the build's child process, :func:`_night`.)"""
+    if argv:
+        _night(Path(argv[1]), argv[0])
+        return 0
     try:
         path = archive_path()
         if not path.is_file():
@@ -150,4 +137,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -118,7 +118,7 @@ def sample_run(spark, sample_dir, tmp_path_factory) -> SampleRun:
     ks, slices = (3, 10), ("equipment_rarity", "permission_group")
 
     def build(root: Path) -> None:
-        (root / "stdout.txt").write_text(_run_the_sample(sample_dir, root, ks, slices), encoding="utf-8")
+        (root / "stdout.txt").write_text(run_the_sample(sample_dir, root, ks, slices), encoding="utf-8")
 
     root = built_once(tmp_path_factory, "sample_run", build)
     outputs = {name: root / "out" / name for name in SAMPLE_RUN_OUTPUTS}
@@ -126,8 +126,9 @@ def sample_run(spark, sample_dir, tmp_path_factory) -> SampleRun:
                      (root / "stdout.txt").read_text(encoding="utf-8"))
 
 
-def _run_the_sample(sample_dir: SampleFiles, root: Path, ks: tuple[int, ...], slices: tuple[str, ...]) -> str:
-    """``run`` then ``compare`` of the shared sample under ``root``; what they printed."""
+def run_the_sample(sample_dir: SampleFiles, root: Path, ks: tuple[int, ...], slices: tuple[str, ...]) -> str:
+    """``run`` then ``compare`` of the sample ``sample_dir`` under ``root`` (the shared sample; also
+    tests/class_archive.py's small one); what they printed."""
     from ndcg_spark.cli import main
 
     config = root / "conf" / "job.yaml"
