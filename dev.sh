@@ -56,7 +56,7 @@ shift || true
 # Spark in the workers' own JVMs: one per core). Measured: docs/benchmarks.md "The test suite".
 parallel() { echo "-n ${NDCG_TEST_WORKERS:-$1} --dist loadfile --no-loadscope-reorder"; }
 if [ "$cmd" != test-connect ]; then
-  setup .venv test,bench
+  setup .venv test
 fi
 case "$cmd" in
   demo)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
+    # a pyspark shell started from the virtualenv runs its Python workers on the virtualenv's python
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[2]").appName("shell-bench")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for setting in args.conf:

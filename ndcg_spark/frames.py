@@ -128,9 +128,9 @@ def estimated_bytes(df: DataFrame) -> int:
 
 def spread_over_cores(df: DataFrame, key: Column) -> DataFrame:
     """``df`` hash-partitioned by ``key`` over the session's default parallelism (its cores), for a
-    step about to multiply every row (a replicate expansion): adaptive execution sizes partitions
-    by the bytes before it and puts a few thousand requests in one task, so 20 million expanded
-    rows ran on one core while the other waited (the sample's comparison: 20 s in one task).
+    step whose work per row is far more than its bytes (a row's replicates): adaptive execution
+    sizes partitions by the bytes and puts a few thousand requests in one task, so a comparison's
+    1000 replicates of them ran on one core while the other waited (the sample's: 20 s in one task).
     A Spark Connect client that is not told the server's parallelism leaves ``df`` as it is."""
     cores = default_parallelism(df.sparkSession)
     return df if cores is None else df.repartition(cores, key)

@@ -196,6 +196,13 @@ def test_pool_summary_and_compare_over_connect(connect_spark, two_rankers):
     assert overall["n_paired"] == 2
     assert overall["delta_macro"] == pytest.approx(((1.0 - Q1_NDCG3) + (q2_b - Q2_NDCG3)) / 2, abs=EPS)
     assert (overall["wins"], overall["losses"]) == (1, 1)
+    # the replicates run on the server's Python workers (Arrow batches): same bits as the classic
+    # session's draws are checked in tests/test_draws.py; here, that they run over Connect at all
+    spec = ndcg_spark.CompareSpec(baseline="A", candidate="B", replicates=50, permutations=49, min_paired=1)
+    resampled = _by(ndcg_spark.compare(per_request, pools, spec).collect(), "slice_dimension", "k")[("overall", 3)]
+    deltas = sorted([1.0 - Q1_NDCG3, q2_b - Q2_NDCG3])
+    assert deltas[0] - EPS <= resampled["delta_macro_ci_low"] <= resampled["delta_macro_ci_high"] <= deltas[1] + EPS
+    assert 1 / 50 <= resampled["p_value_macro"] <= 1.0
 
 
 def test_a_missing_input_is_one_paragraph_when_read(connect_spark, tmp_path, capsys):

@@ -1,13 +1,14 @@
 """The paired bootstrap interval and the sign-flip test of a comparison, from exact replicate sums.
 
 Each resampling unit -- a paired request, or by default a random group of a slice cell's paired
-requests (``buckets``, as in the aggregates) -- is expanded once into ``max(replicates,
-permutations)`` replicates (:func:`~ndcg_spark.metrics.resampling.expand_replicates`), carrying
-its summed deltas at every K side by side, with its Poisson count (bootstrap) and its sign
-(sign-flip test) -- pure functions of ``(seed, replicate, unit)``. The sums of a replicate are exact fixed-point sums
-(:class:`~ndcg_spark.metrics.exact.FixedPoint`), taken per finest slice cell and rolled up to every
-slice (:func:`~ndcg_spark.metrics.slices.roll_up`), so the expansion is repeated neither per K nor
-per slice dimension, and the intervals and p-values are the same bits under any partitioning.
+requests (``buckets``, as in the aggregates) -- carries its summed deltas at every K side by side,
+and is weighed in each of ``max(replicates, permutations)`` replicates by its Poisson count
+(bootstrap) and its sign (sign-flip test) -- pure functions of ``(seed, replicate, unit)``
+(:func:`~ndcg_spark.metrics.resampling.replicate_sums`). The sums of a replicate are exact
+fixed-point sums (:class:`~ndcg_spark.metrics.exact.FixedPoint`), taken per finest slice cell and
+rolled up to every slice (:func:`~ndcg_spark.metrics.slices.roll_up`), so the resampling is
+repeated neither per K nor per slice dimension, and the intervals and p-values are the same bits
+under any partitioning.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.exact import FixedPoint
-from ndcg_spark.metrics.resampling import expand_replicates, random_group_units
+from ndcg_spark.metrics.resampling import random_group_units, replicate_sums
 from ndcg_spark.metrics.slices import percentile_interval, roll_up
 
 __all__ = ["EXTREME_TOLERANCE", "RESAMPLED_COLUMNS", "UNIT_SUM", "resampled_statistics"]
@@ -133,13 +134,19 @@ def _replicate_sums(
 ) -> DataFrame:
     """Per slice × K × replicate: the exact bootstrap sums (``drawn_*``) and sign-flip sums (``flipped_*``)."""
     slice_cols = [f"slice_{i}" for i in range(len(slices))]
-    expanded = expand_replicates(
-        _resampling_units(rows, spec, len(slices), ks, weight_sum), F.col("unit"), spec.seed,
-        bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate", count="draws", sign="sign",
-    )
+    units = _resampling_units(rows, spec, len(slices), ks, weight_sum)
+    drawn, flipped = [], []
+    for i in range(len(ks)):
+        if spec.replicates:
+            drawn += [f"scored_{i}", *[n for term in ("delta", "weight", "weighted_delta")
+                                       for n in FixedPoint.names(f"{term}_{i}")]]
+        if spec.permutations:
+            flipped += [n for term in ("delta", "weighted_delta") for n in FixedPoint.names(f"{term}_{i}")]
+    per_cell = replicate_sums(units, "unit", spec.seed, slice_cols, drawn=drawn, flipped=flipped,
+                              bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate")
     names = list(_sums_at(0, spec))
     sums = {f"k{i}_{name}": total for i in range(len(ks)) for name, total in _sums_at(i, spec).items()}
-    rolled = roll_up(expanded, ["replicate"], slices, slice_cols, sums)
+    rolled = roll_up(per_cell, ["replicate"], slices, slice_cols, sums)
     per_k = [F.struct(F.lit(k).alias("k"), *[F.col(f"k{i}_{name}").alias(name) for name in names])
              for i, k in enumerate(ks)]
     at_k = F.explode(F.array(*per_k)).alias("at_k")
@@ -149,16 +156,15 @@ def _replicate_sums(
 
 
 def _sums_at(i: int, spec: CompareSpec) -> dict[str, Column]:
-    """The replicate sums of the K of index ``i``, over the terms of :func:`_request_terms`."""
+    """The replicate sums of the K of index ``i``: the cells' sums of the terms of :func:`_request_terms`."""
     sums: dict[str, Column] = {}
     if spec.replicates:
-        draws = F.col("draws")
-        sums["drawn_scored"] = F.sum(draws * F.col(f"scored_{i}"))
+        sums["drawn_scored"] = F.sum(f"drawn_scored_{i}")
         for term in ("delta", "weight", "weighted_delta"):
             for part, source in zip(FixedPoint.names(f"drawn_{term}"), FixedPoint.names(f"{term}_{i}")):
-                sums[part] = F.sum(draws * F.col(source))
+                sums[part] = F.sum(f"drawn_{source}")
     if spec.permutations:
         for term in ("delta", "weighted_delta"):
             for part, source in zip(FixedPoint.names(f"flipped_{term}"), FixedPoint.names(f"{term}_{i}")):
-                sums[part] = F.sum(F.col("sign") * F.col(source))
+                sums[part] = F.sum(f"flipped_{source}")
     return sums

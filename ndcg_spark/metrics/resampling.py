@@ -5,47 +5,34 @@ request id, or a random group of requests), never ``rand()``: the same seed and 
 same draws whatever the partitioning or the order rows arrive in, and two stages that draw for
 the same unit (the aggregates and the paired comparison) draw the same counts.
 
-:func:`expand_replicates` turns one row per unit into one row per unit x replicate carrying
-its Poisson count (bootstrap) and its sign (sign-flip test); both stages expand this way.
+:func:`replicate_sums` gives, per slice cell and replicate, the sums of every unit's terms times
+its Poisson count (bootstrap) and times its sign (sign-flip test); both stages resample this way.
+The draws are taken for a whole batch of units at once in numpy (:mod:`ndcg_spark.metrics.draws`,
+the same bits as the columns :func:`poisson_weight` and :func:`sign_flip`), so no row per unit x
+replicate is built: a unit costs its batch a column of a matrix product, not a thousand rows.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from functools import partial
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ndcg_spark.frames import spread_over_cores
+from ndcg_spark.metrics.draws import POISSON_CDF, sums_of_batches
 
 __all__ = [
     "cell_hash",
-    "expand_replicates",
     "group_unit",
     "poisson_weight",
     "random_group",
     "random_group_units",
+    "replicate_sums",
     "sign_flip",
 ]
-
-
-def _poisson_cdf() -> tuple[float, ...]:
-    """P(X <= j) for X ~ Poisson(1), j = 0, 1, ..., up to where a 53-bit uniform can still fall."""
-    terms, out = [], []
-    term = math.exp(-1.0)
-    for j in range(40):
-        if j:
-            term /= j
-        terms.append(term)
-        cdf = math.fsum(terms)
-        if cdf >= 1.0 - 2.0**-53:
-            break
-        out.append(cdf)
-    return tuple(out)
-
-
-_POISSON_CDF = _poisson_cdf()
 
 
 def poisson_weight(seed: int, replicate: Column, unit: Column) -> Column:
@@ -69,10 +56,10 @@ def poisson_weight(seed: int, replicate: Column, unit: Column) -> Column:
     """
     h = F.xxhash64(F.lit(int(seed)).cast("long"), replicate.cast("int"), unit.cast("string"))
     u = F.shiftrightunsigned(h, 11).cast("double") * F.lit(2.0**-53)
-    draw = F.when(u < F.lit(_POISSON_CDF[0]), F.lit(0))
-    for j, threshold in enumerate(_POISSON_CDF[1:], start=1):
+    draw = F.when(u < F.lit(POISSON_CDF[0]), F.lit(0))
+    for j, threshold in enumerate(POISSON_CDF[1:], start=1):
         draw = draw.when(u < F.lit(threshold), F.lit(j))
-    return draw.otherwise(F.lit(len(_POISSON_CDF)))
+    return draw.otherwise(F.lit(len(POISSON_CDF)))
 
 
 def sign_flip(seed: int, replicate: Column, unit: Column) -> Column:
@@ -159,48 +146,59 @@ def random_group_units(
     )
 
 
-def expand_replicates(
+def replicate_sums(
     units: DataFrame,
-    unit: Column,
+    unit: str,
     seed: int,
+    cells: Sequence[str],
     *,
+    drawn: Sequence[str] = (),
+    flipped: Sequence[str] = (),
     bootstrap: int = 0,
     sign_flips: int = 0,
     replicate: str = "_replicate",
-    count: str = "_count",
-    sign: str = "_sign",
 ) -> DataFrame:
-    """Each row of ``units`` once per replicate ``1 .. max(bootstrap, sign_flips)``.
+    """Per slice cell (the values of ``cells``) and replicate ``1 .. max(bootstrap, sign_flips)``:
+    ``drawn_<t>``, the sum over the cell's units of their Poisson count x their term ``t`` (each of
+    ``drawn``; null past ``bootstrap``), and ``flipped_<t>``, of their sign x ``t`` (each of
+    ``flipped``; null past ``sign_flips``). A sum of no known term is null, as Spark's ``sum``.
 
-    Adds the replicate number (column ``replicate``), the unit's Poisson count (column ``count``,
-    :func:`poisson_weight`; null past ``bootstrap``) when ``bootstrap`` and its sign (column
-    ``sign``, :func:`sign_flip`; null past ``sign_flips``) when ``sign_flips``. A pure bootstrap
-    (no sign flips) keeps only the rows drawn at least once: a unit drawn 0 times adds nothing.
+    The terms are integers (fixed-point parts, counts): the sums are exact. A cell and replicate
+    can come in several rows (one per batch of units): add them up, as :func:`~ndcg_spark.metrics.slices.roll_up`
+    does. A unit takes part in every replicate when there are sign flips, else only in those that
+    draw it, so a pure bootstrap has no row for a cell and replicate that drew none of its units.
 
     Examples
     --------
-    >>> units = spark.createDataFrame([("a",), ("b",)], "id string")
-    >>> out = expand_replicates(units, F.col("id"), 7, bootstrap=2, sign_flips=3)
-    >>> out.groupBy("id").agg(F.count("_count").alias("draws"), F.count("_sign").alias("signs")).orderBy("id").show()
-    +---+-----+-----+
-    | id|draws|signs|
-    +---+-----+-----+
-    |  a|    2|    3|
-    |  b|    2|    3|
-    +---+-----+-----+
+    >>> units = spark.createDataFrame([("a", "x", 1), ("b", "x", 2), ("c", "y", 4)], "id string, cell string, n long")
+    >>> sums = replicate_sums(units, "id", 7, ["cell"], drawn=["n"], flipped=["n"], bootstrap=2, sign_flips=3)
+    >>> sums.groupBy("cell", "_replicate").agg(F.sum("drawn_n").alias("drawn"), F.sum("flipped_n").alias("flipped")
+    ...     ).orderBy("cell", "_replicate").show()
+    +----+----------+-----+-------+
+    |cell|_replicate|drawn|flipped|
+    +----+----------+-----+-------+
+    |   x|         1|    1|     -1|
+    |   x|         2|    1|     -3|
+    |   x|         3| NULL|      1|
+    |   y|         1|    0|      4|
+    |   y|         2|    4|      4|
+    |   y|         3| NULL|     -4|
+    +----+----------+-----+-------+
     <BLANKLINE>
     """
-    n = max(bootstrap, sign_flips)
-    if n < 1:
-        raise ValueError("expand_replicates: give bootstrap or sign_flips a positive number of replicates")
-    r = F.col(replicate)
-    expanded = spread_over_cores(units, unit).select("*", F.explode(F.sequence(F.lit(1), F.lit(n))).alias(replicate))
-    if bootstrap:
-        draws = poisson_weight(seed, r, unit)
-        expanded = expanded.withColumn(count, draws if bootstrap == n else F.when(r <= bootstrap, draws))
-    if sign_flips:
-        flips = sign_flip(seed, r, unit)
-        expanded = expanded.withColumn(sign, flips if sign_flips == n else F.when(r <= sign_flips, flips))
-    if not sign_flips:
-        expanded = expanded.filter(F.col(count) > 0)
-    return expanded
+    if max(bootstrap, sign_flips) < 1:
+        raise ValueError("replicate_sums: give bootstrap or sign_flips a positive number of replicates")
+    terms = list(dict.fromkeys([*drawn, *flipped]))
+    schema = T.StructType([
+        *[T.StructField(c, units.schema[c].dataType, True) for c in cells],
+        T.StructField(replicate, T.IntegerType(), False),
+        *[T.StructField(f"drawn_{t}", T.LongType(), True) for t in drawn],
+        *[T.StructField(f"flipped_{t}", T.LongType(), True) for t in flipped],
+    ])
+    prepared = units.select(F.col(unit).cast("string").alias("_unit"), *cells,
+                            *[F.col(t).cast("long").alias(t) for t in terms])
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    sums = partial(sums_of_batches, cells=tuple(cells), drawn=tuple(drawn), flipped=tuple(flipped), seed=int(seed),
+                   bootstrap=int(bootstrap), sign_flips=int(sign_flips), schema=to_arrow_schema(schema))
+    return spread_over_cores(prepared, F.col("_unit")).mapInArrow(sums, schema)
