@@ -11,10 +11,11 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from ndcg_spark.metrics.draws import Draws, _product
+from ndcg_spark.metrics.draws import Draws, _cell_index, _product
 from ndcg_spark.metrics.resampling import poisson_weight, replicate_sums, sign_flip
 from ndcg_spark.metrics.xxhash import SPARK_SEED, Strings, hash_int, hash_long
 
@@ -106,3 +107,12 @@ def test_exact_products_past_doubles_and_the_overflow_rule():
     assert _product(weights, terms).tolist() == exact
     with pytest.raises(ArithmeticError, match="exact_sum_overflow"):
         _product(weights, np.full((300, 1), 2**61, dtype=np.int64))
+
+
+def test_cells_of_a_batch_are_its_distinct_value_combinations_however_many_columns():
+    rng = random.Random(9)
+    rows = [tuple(rng.choice([None, *range(5000)]) for _ in range(6)) for _ in range(20000)]
+    batch = pa.RecordBatch.from_pydict({f"c{i}": [row[i] for row in rows] for i in range(6)})
+    cell_of, first = _cell_index(batch, [f"c{i}" for i in range(6)])
+    assert len(first) == len(set(rows))  # 5001^6 combinations: more than a 64-bit mixed-radix key holds
+    assert all(rows[first[cell_of[i]]] == rows[i] for i in range(len(rows)))

@@ -186,6 +186,7 @@ def _cell_index(batch: pa.RecordBatch, cells: Sequence[str]) -> tuple[np.ndarray
         encoded = pc.dictionary_encode(batch.column(c))
         codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
         key = key * (len(encoded.dictionary) + 1) + codes
+        key = np.unique(key, return_inverse=True)[1].reshape(-1)  # kept below the rows: never overflows
     _, first, cell_of = np.unique(key, return_index=True, return_inverse=True)
     return cell_of.reshape(-1), first
 
