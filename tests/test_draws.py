@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from ndcg_spark.metrics.draws import Draws, _cell_index, _product
+from ndcg_spark.metrics.draws import Draws, _cell_index, _Terms
 from ndcg_spark.metrics.resampling import poisson_weight, replicate_sums, sign_flip
 from ndcg_spark.metrics.xxhash import SPARK_SEED, Strings, hash_int, hash_long
 
@@ -104,9 +104,9 @@ def test_exact_products_past_doubles_and_the_overflow_rule():
     weights = rng.integers(0, 6, size=(7, 300)).astype(np.float64)
     terms = rng.integers(-(2**50), 2**50, size=(300, 3), dtype=np.int64)  # sums pass 2^53: taken in longs
     exact = [[sum(int(w) * int(t) for w, t in zip(weights[r], terms[:, j])) for j in range(3)] for r in range(7)]
-    assert _product(weights, terms).tolist() == exact
+    assert _Terms(terms, 5.0).weighed(weights).tolist() == exact
     with pytest.raises(ArithmeticError, match="exact_sum_overflow"):
-        _product(weights, np.full((300, 1), 2**61, dtype=np.int64))
+        _Terms(np.full((300, 1), 2**61, dtype=np.int64), 5.0).weighed(weights)
 
 
 def test_cells_of_a_batch_are_its_distinct_value_combinations_however_many_columns():

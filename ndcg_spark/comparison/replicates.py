@@ -134,20 +134,16 @@ def _replicate_sums(
 ) -> DataFrame:
     """Per slice × K × replicate: the exact bootstrap sums (``drawn_*``) and sign-flip sums (``flipped_*``)."""
     slice_cols = [f"slice_{i}" for i in range(len(slices))]
-    units = _resampling_units(rows, spec, len(slices), ks, weight_sum)
-    drawn, flipped = [], []
-    for i in range(len(ks)):
-        if spec.replicates:
-            drawn += [f"scored_{i}", *[n for term in ("delta", "weight", "weighted_delta")
-                                       for n in FixedPoint.names(f"{term}_{i}")]]
-        if spec.permutations:
-            flipped += [n for term in ("delta", "weighted_delta") for n in FixedPoint.names(f"{term}_{i}")]
-    per_cell = replicate_sums(units, "unit", spec.seed, slice_cols, drawn=drawn, flipped=flipped,
-                              bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate")
-    names = list(_sums_at(0, spec))
-    sums = {f"k{i}_{name}": total for i in range(len(ks)) for name, total in _sums_at(i, spec).items()}
+    sums_at = [_sums_at(i, spec) for i in range(len(ks))]
+    per_cell = replicate_sums(
+        _resampling_units(rows, spec, len(slices), ks, weight_sum), "unit", spec.seed, slice_cols,
+        drawn=[term for at in sums_at for kind, term in at.values() if kind == "drawn"],
+        flipped=[term for at in sums_at for kind, term in at.values() if kind == "flipped"],
+        bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate",
+    )
+    sums = {f"k{i}_{name}": F.sum(f"{kind}_{term}") for i, at in enumerate(sums_at) for name, (kind, term) in at.items()}
     rolled = roll_up(per_cell, ["replicate"], slices, slice_cols, sums)
-    per_k = [F.struct(F.lit(k).alias("k"), *[F.col(f"k{i}_{name}").alias(name) for name in names])
+    per_k = [F.struct(F.lit(k).alias("k"), *[F.col(f"k{i}_{name}").alias(name) for name in sums_at[0]])
              for i, k in enumerate(ks)]
     at_k = F.explode(F.array(*per_k)).alias("at_k")
     return rolled.select("slice_dimension", "slice_value", "replicate", at_k).select(
@@ -155,16 +151,18 @@ def _replicate_sums(
     )
 
 
-def _sums_at(i: int, spec: CompareSpec) -> dict[str, Column]:
-    """The replicate sums of the K of index ``i``: the cells' sums of the terms of :func:`_request_terms`."""
-    sums: dict[str, Column] = {}
+def _sums_at(i: int, spec: CompareSpec) -> dict[str, tuple[str, str]]:
+    """The replicate sums of the K of index ``i``: each name -> how its term of
+    :func:`_request_terms` is weighed (``drawn`` by the Poisson count, ``flipped`` by the sign) and
+    that term."""
+    sums: dict[str, tuple[str, str]] = {}
     if spec.replicates:
-        sums["drawn_scored"] = F.sum(f"drawn_scored_{i}")
+        sums["drawn_scored"] = ("drawn", f"scored_{i}")
         for term in ("delta", "weight", "weighted_delta"):
             for part, source in zip(FixedPoint.names(f"drawn_{term}"), FixedPoint.names(f"{term}_{i}")):
-                sums[part] = F.sum(f"drawn_{source}")
+                sums[part] = ("drawn", source)
     if spec.permutations:
         for term in ("delta", "weighted_delta"):
             for part, source in zip(FixedPoint.names(f"flipped_{term}"), FixedPoint.names(f"{term}_{i}")):
-                sums[part] = F.sum(f"flipped_{source}")
+                sums[part] = ("flipped", source)
     return sums

@@ -8,8 +8,8 @@ and :func:`~ndcg_spark.metrics.resampling.sign_flip`). Here they are drawn for e
 unit of a batch at once (:mod:`ndcg_spark.metrics.xxhash`, the same bits as Spark's function), and
 each replicate's sums of count x term and sign x term taken per slice cell as matrix products:
 no row per unit x replicate is ever built. Integer terms (fixed-point parts, counts) give exact
-sums: in doubles while every partial sum stays below 2^53, else in 64-bit integers, and an
-overflow past 2^63 is an error, never a wrap-around.
+sums: in doubles while no partial sum can reach 2^52, else in 64-bit integers, and a sum that
+could pass 2^62 is an error, never a wrap-around.
 """
 
 from __future__ import annotations
@@ -222,8 +222,3 @@ class _Terms:
 _EXACT_IN_DOUBLES = 2.0**52
 #: below this an int64 product cannot wrap around
 _EXACT_IN_LONGS = 2.0**62
-
-
-def _product(weights: np.ndarray, terms: np.ndarray) -> np.ndarray:
-    """``weights @ terms`` exactly (see :class:`_Terms`), for weights up to their largest value."""
-    return _Terms(terms, float(np.abs(weights).max(initial=0.0))).weighed(weights)
