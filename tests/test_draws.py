@@ -57,24 +57,23 @@ def test_draws_are_the_column_functions(spark):
 
 
 def _oracle(units, seed, cells, drawn, flipped, bootstrap, sign_flips):
-    """The sums from one row per unit x replicate, drawn by the column functions, summed by Spark."""
+    """The sums from one row per unit x replicate x slice it belongs to, drawn by the column
+    functions, summed by Spark."""
     n = max(bootstrap, sign_flips)
     r = F.col("_replicate")
-    rows = units.select("*", F.explode(F.sequence(F.lit(1), F.lit(n))).alias("_replicate"))
+    memberships = F.array(F.struct(F.lit("overall").alias("d"), F.lit("all").alias("v")),
+                          *[F.struct(F.lit(c).alias("d"), F.col(c).cast("string").alias("v")) for c in cells])
+    rows = units.select("*", F.explode(F.sequence(F.lit(1), F.lit(n))).alias("_replicate"),
+                        F.explode(memberships).alias("_slice"))
     count = F.when(r <= bootstrap, poisson_weight(seed, r, F.col("u"))) if bootstrap else F.lit(None)
     sign = F.when(r <= sign_flips, sign_flip(seed, r, F.col("u"))) if sign_flips else F.lit(None)
     rows = rows.select("*", count.alias("_count"), sign.alias("_sign"))
     if not sign_flips:
         rows = rows.filter(F.col("_count") > 0)
-    return rows.groupBy(*cells, "_replicate").agg(
+    return rows.groupBy("_replicate", F.col("_slice.d").alias("slice_dimension"),
+                        F.col("_slice.v").alias("slice_value")).agg(
         *[F.sum(F.col("_count") * F.col(t)).alias(f"drawn_{t}") for t in drawn],
         *[F.sum(F.col("_sign") * F.col(t)).alias(f"flipped_{t}") for t in flipped])
-
-
-def _added(sums, cells, drawn, flipped):
-    return sums.groupBy(*cells, "_replicate").agg(
-        *[F.sum(f"drawn_{t}").alias(f"drawn_{t}") for t in drawn],
-        *[F.sum(f"flipped_{t}").alias(f"flipped_{t}") for t in flipped])
 
 
 def _sorted_rows(frame):
@@ -93,10 +92,11 @@ def test_replicate_sums_are_an_expansions_sums(spark, bootstrap, sign_flips):
     units = spark.createDataFrame(data, "u string, a string, b int, small long, big long, one int")
     cells, drawn, flipped = ["a", "b"], (["small", "big", "one"] if bootstrap else []), (["small", "big"] if sign_flips else [])
     expected = _sorted_rows(_oracle(units, 11, cells, drawn, flipped, bootstrap, sign_flips))
+    assert len(expected) >= max(bootstrap, sign_flips) * 6  # the overall slice, 3 + 2 values (and null ones)
     for partitions in (1, 5):
-        sums = replicate_sums(units.repartition(partitions), "u", 11, cells, drawn=drawn, flipped=flipped,
+        sums = replicate_sums(units.repartition(partitions), "u", 11, cells, cells, drawn=drawn, flipped=flipped,
                               bootstrap=bootstrap, sign_flips=sign_flips)
-        assert _sorted_rows(_added(sums, cells, drawn, flipped)) == expected
+        assert _sorted_rows(sums) == expected
 
 
 def test_exact_products_past_doubles_and_the_overflow_rule():

@@ -8,9 +8,10 @@ Layout: each group (run x contract x pool x system x K) becomes a column index; 
 request are pivoted into one row per request (its NDCG and weight terms per group, already in
 fixed point), and every replicate's sums of count x term are taken per finest slice cell at once
 (:func:`~ndcg_spark.metrics.resampling.replicate_sums`: matrix products over a batch of units, no
-row per unit x replicate) -- so the draws cost requests x replicates, not requests x systems x K x
-slices x replicates. Cells are then rolled up to slices and unpivoted back to one row per group x
-slice x replicate (few rows), where the replicate means and their percentiles are taken.
+row per unit x replicate, the cells rolled up to slices there too) -- so the draws cost requests x
+replicates, not requests x systems x K x slices x replicates. The sums are then unpivoted back to
+one row per group x slice x replicate (few rows), where the replicate means and their percentiles
+are taken.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ndcg_spark.aggregation.point import Groups, means
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.resampling import random_group_units, replicate_sums
-from ndcg_spark.metrics.slices import percentile_interval, roll_up
+from ndcg_spark.metrics.slices import percentile_interval
 
 __all__ = ["GROUPS_PER_PASS", "bootstrap_intervals"]
 
@@ -83,8 +84,9 @@ def _replicate_means(
     units, term_names = _fixed_point_terms(_one_row_per_request(part, slice_cols, chunk), slice_cols, chunk, groups)
     if spec.buckets:
         units = random_group_units(units, "_unit", spec.seed, spec.buckets, slice_cols, term_names)
-    per_cell = replicate_sums(units, "_unit", spec.seed, slice_cols, drawn=term_names, bootstrap=spec.replicates)
-    rolled = roll_up(per_cell, ["_replicate"], spec.slices, slice_cols, {n: F.sum(f"drawn_{n}") for n in term_names})
+    drawn = replicate_sums(units, "_unit", spec.seed, spec.slices, slice_cols, drawn=term_names,
+                           bootstrap=spec.replicates)
+    rolled = drawn.toDF(*[c.removeprefix("drawn_") for c in drawn.columns])
     replicate = []
     for i in chunk:
         macro, weighted = means(groups, F.col(f"eligible_{i}"), f"ndcg_sum_{i}", f"weighted_ndcg_sum_{i}",

@@ -2,7 +2,8 @@
 
 One small aggregation over the joined sides decides it (and checks that the pool summary
 belongs to the run); it also reads the largest traffic weight, the scale of the comparison's
-exact weighted sums, so that costs no extra Spark job.
+exact weighted sums, so that costs no extra Spark job. It counts rows, not distinct requests:
+the distinct counts a refusal names are read only when it refuses.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from ndcg_spark.comparison.sides import Sides
@@ -49,7 +50,7 @@ def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck
         candidate set).
     """
     found = _pool_counts(joined)
-    _require_summary_of_the_run(found, sides.contract_fingerprint)
+    _require_summary_of_the_run(joined, found, sides.contract_fingerprint)
     weight_bound = found["weight_bound"] if found["weight_bound"] is not None else 0.0
     if not math.isfinite(weight_bound):
         raise InputError(
@@ -57,15 +58,16 @@ def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck
             "refuses such weights (is this a per-request table written by stage 1?)"
         )
     versions_differ = sides.baseline_pool != sides.candidate_pool
-    pools_differ = versions_differ or found["requests_differ"] > 0
+    pools_differ = versions_differ or found["rows_differ"] > 0
     if pools_differ and spec.kind == "reranker":
-        raise PoolMismatchError(_refusal(found, spec, sides, versions_differ))
+        raise PoolMismatchError(_refusal(joined, found, spec, sides, versions_differ))
     kind = "end_to_end" if spec.kind == "end_to_end" or pools_differ else "reranker"
     return PoolCheck(kind=kind, pools_differ=pools_differ, weight_bound=weight_bound)
 
 
 def _pool_counts(joined: DataFrame) -> Row:
-    """The one aggregation of the guard, to the driver."""
+    """The one aggregation of the guard, to the driver: counts, extremes and a maximum only (no
+    distinct count, no set), so one pass; what only an error message needs is read when it is raised."""
     baseline_in, candidate_in = F.col("baseline_in"), F.col("candidate_in")
     no_pool = (baseline_in & F.col("baseline_has_pool").isNull()) | (
         candidate_in & F.col("candidate_has_pool").isNull()
@@ -73,21 +75,27 @@ def _pool_counts(joined: DataFrame) -> Row:
     size_mismatch = (baseline_in & (F.col("baseline_n_pool") != F.col("baseline_n_candidates"))) | (
         candidate_in & (F.col("candidate_n_pool") != F.col("candidate_n_candidates"))
     )
-    fingerprint = F.coalesce(F.col("baseline_pool_fingerprint"), F.col("candidate_pool_fingerprint"))
+    fingerprint = _pool_fingerprint()
     return joined.agg(
         F.count(F.when(no_pool, 1)).alias("no_pool"),
         F.count(F.when(size_mismatch, 1)).alias("size_mismatch"),
-        F.countDistinct(F.when(F.col("pool_differs"), F.col("request_id"))).alias("requests_differ"),
-        F.countDistinct(F.when(baseline_in & candidate_in, F.col("request_id"))).alias("requests_common"),
-        F.min(F.when(F.col("pool_differs"), F.col("request_id"))).alias("example"),
-        F.array_sort(F.collect_set(fingerprint)).alias("pool_fingerprints"),
+        F.count(F.when(F.col("pool_differs"), 1)).alias("rows_differ"),
+        F.min(fingerprint).alias("min_fingerprint"),
+        F.max(fingerprint).alias("max_fingerprint"),
         F.max(F.abs(F.coalesce(F.col("baseline_weight"), F.col("candidate_weight")))).alias("weight_bound"),
     ).first()
 
 
-def _require_summary_of_the_run(found: Row, fingerprint: str) -> None:
-    if found["pool_fingerprints"] and set(found["pool_fingerprints"]) != {fingerprint}:
-        others = ", ".join(sorted(set(found["pool_fingerprints"]) - {fingerprint}))
+def _pool_fingerprint() -> Column:
+    """The contract the pool summary's row was built under (either side's)."""
+    return F.coalesce(F.col("baseline_pool_fingerprint"), F.col("candidate_pool_fingerprint"))
+
+
+def _require_summary_of_the_run(joined: DataFrame, found: Row, fingerprint: str) -> None:
+    lowest, highest = found["min_fingerprint"], found["max_fingerprint"]
+    if lowest is not None and not lowest == highest == fingerprint:  # a contract of another run: say which
+        prints = {r[0] for r in joined.select(_pool_fingerprint()).distinct().limit(50).collect()} - {None}
+        others = ", ".join(sorted(prints - {fingerprint}))
         raise InputError(
             f"compare: the per-request rows were scored under contract {fingerprint} but the pool summary was "
             f"built under {others}; build it with the run's contract (did the config change since the run?)"
@@ -100,14 +108,19 @@ def _require_summary_of_the_run(found: Row, fingerprint: str) -> None:
         )
 
 
-def _refusal(found: Row, spec: CompareSpec, sides: Sides, versions_differ: bool) -> str:
+def _refusal(joined: DataFrame, found: Row, spec: CompareSpec, sides: Sides, versions_differ: bool) -> str:
     reasons = []
     if versions_differ:
         reasons.append(f"their pool versions differ ({sides.baseline_pool} vs {sides.candidate_pool})")
-    if found["requests_differ"]:
+    if found["rows_differ"]:
+        shared = joined.agg(
+            F.countDistinct(F.when(F.col("pool_differs"), F.col("request_id"))).alias("differ"),
+            F.countDistinct(F.when(F.col("baseline_in") & F.col("candidate_in"), F.col("request_id"))).alias("common"),
+            F.min(F.when(F.col("pool_differs"), F.col("request_id"))).alias("example"),
+        ).first()
         reasons.append(
-            f"{found['requests_differ']:,} of the {found['requests_common']:,} requests they share have different "
-            f"candidate sets (e.g. request {found['example']!r})"
+            f"{shared['differ']:,} of the {shared['common']:,} requests they share have different "
+            f"candidate sets (e.g. request {shared['example']!r})"
         )
     return (
         f"compare: refusing a reranker comparison of {spec.candidate.describe()} against "

@@ -68,6 +68,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ndcg_spark.comparison.columns import COMPARISON_COLUMNS, PER_REQUEST_INPUTS, POOL_COLUMNS
 from ndcg_spark.comparison.guard import PoolCheck, check_pools
@@ -75,7 +76,7 @@ from ndcg_spark.comparison.replicates import RESAMPLED_COLUMNS, UNIT_SUM, resamp
 from ndcg_spark.comparison.sides import Sides, describe_sides, join_sides, slice_columns
 from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import InputError
-from ndcg_spark.frames import join_null_safe, nulls_first, persist_coalesced, shuffles_sized_to
+from ndcg_spark.frames import nulls_first, persist_coalesced, shuffles_sized_to
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import OVERALL, roll_up
 
@@ -207,8 +208,21 @@ def _comparison(
     point = _point_estimates(rows, slices, weight_sum)
     if not max(spec.replicates, spec.permutations):
         return point.select("*", *[F.lit(None).alias(name) for name in RESAMPLED_COLUMNS])
+    # One row per slice x K each, so computed once and put together on the driver: as one plan,
+    # the point estimates were computed twice (the observed statistics' side of a join, and the
+    # table's), each a job of its own.
+    spark = joined.sparkSession
+    point_rows = point.collect()
+    point = spark.createDataFrame(point_rows, schema=point.schema)
     resampled = resampled_statistics(rows, point, spec, slices, sides.ks, weight_sum)
-    return join_null_safe(point, resampled, _GROUP, "left")
+    found = {tuple(r[c] for c in _GROUP): r for r in resampled.collect()}
+    schema = T.StructType([*point.schema.fields, *[resampled.schema[c] for c in RESAMPLED_COLUMNS]])
+    missing = dict.fromkeys(RESAMPLED_COLUMNS)
+    return spark.createDataFrame(
+        [(*r, *[found.get(tuple(r[c] for c in _GROUP), missing)[c] for c in RESAMPLED_COLUMNS])
+         for r in point_rows],
+        schema=schema,
+    )
 
 
 def _paired_rows(joined: DataFrame, kind: str, n_slices: int, tie_tolerance: float) -> DataFrame:

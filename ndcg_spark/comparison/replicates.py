@@ -6,7 +6,7 @@ and is weighed in each of ``max(replicates, permutations)`` replicates by its Po
 (bootstrap) and its sign (sign-flip test) -- pure functions of ``(seed, replicate, unit)``
 (:func:`~ndcg_spark.metrics.resampling.replicate_sums`). The sums of a replicate are exact
 fixed-point sums (:class:`~ndcg_spark.metrics.exact.FixedPoint`), taken per finest slice cell and
-rolled up to every slice (:func:`~ndcg_spark.metrics.slices.roll_up`), so the resampling is
+rolled up to every slice as they are drawn, so the resampling is
 repeated neither per K nor per slice dimension, and the intervals and p-values are the same bits
 under any partitioning.
 """
@@ -17,12 +17,13 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.resampling import random_group_units, replicate_sums
-from ndcg_spark.metrics.slices import percentile_interval, roll_up
+from ndcg_spark.metrics.slices import percentile_interval
 
 __all__ = ["EXTREME_TOLERANCE", "RESAMPLED_COLUMNS", "UNIT_SUM", "resampled_statistics"]
 
@@ -79,7 +80,7 @@ def resampled_statistics(
                 "weighted_extremes"
             ),
         ]
-    found = join_null_safe(per_replicate, observed, _GROUP).groupBy(*_GROUP).agg(*statistics)
+    found = join_null_safe(per_replicate, F.broadcast(observed), _GROUP).groupBy(*_GROUP).agg(*statistics)
     return found.select(*_GROUP, *[
         F.col(name) if name in found.columns else F.lit(None).alias(name) for name in RESAMPLED_COLUMNS
     ])
@@ -135,16 +136,18 @@ def _replicate_sums(
     """Per slice × K × replicate: the exact bootstrap sums (``drawn_*``) and sign-flip sums (``flipped_*``)."""
     slice_cols = [f"slice_{i}" for i in range(len(slices))]
     sums_at = [_sums_at(i, spec) for i in range(len(ks))]
-    per_cell = replicate_sums(
-        _resampling_units(rows, spec, len(slices), ks, weight_sum), "unit", spec.seed, slice_cols,
+    rolled = replicate_sums(
+        _resampling_units(rows, spec, len(slices), ks, weight_sum), "unit", spec.seed, slices, slice_cols,
         drawn=[term for at in sums_at for kind, term in at.values() if kind == "drawn"],
         flipped=[term for at in sums_at for kind, term in at.values() if kind == "flipped"],
         bootstrap=spec.replicates, sign_flips=spec.permutations, replicate="replicate",
     )
-    sums = {f"k{i}_{name}": F.sum(f"{kind}_{term}") for i, at in enumerate(sums_at) for name, (kind, term) in at.items()}
-    rolled = roll_up(per_cell, ["replicate"], slices, slice_cols, sums)
-    per_k = [F.struct(F.lit(k).alias("k"), *[F.col(f"k{i}_{name}").alias(name) for name in sums_at[0]])
-             for i, k in enumerate(ks)]
+    # the K and its sums under the same field names for every K: named by one cast, not an alias
+    # per field (pyspark 4 makes each Column call several JVM round trips)
+    at_k_type = T.StructType([T.StructField("k", T.IntegerType()),
+                              *[T.StructField(name, T.LongType()) for name in sums_at[0]]])
+    per_k = [F.struct(F.lit(k), *[f"{kind}_{term}" for kind, term in at.values()]).cast(at_k_type)
+             for k, at in zip(ks, sums_at)]
     at_k = F.explode(F.array(*per_k)).alias("at_k")
     return rolled.select("slice_dimension", "slice_value", "replicate", at_k).select(
         "slice_dimension", "slice_value", "at_k.*", "replicate"

@@ -132,7 +132,7 @@ def _side_with_pool(
     )
     joined = rows.join(pool, ["request_id", "k"], "left")
     keys = ("request_id", "k")
-    return joined.select(*keys, *[F.col(c).alias(f"{prefix}{c}") for c in joined.columns if c not in keys])
+    return joined.withColumnsRenamed({c: f"{prefix}{c}" for c in joined.columns if c not in keys})
 
 
 def _is_side(side: Side) -> Column:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ndcg_spark.config.aggregate_spec import OVERALL, OVERALL_VALUE
 from ndcg_spark.metrics.xxhash import SPARK_SEED, Strings, hash_int, hash_long
 
 __all__ = ["POISSON_CDF", "CellSums", "Draws", "cell_sums", "sums_of_batches"]
@@ -106,6 +107,9 @@ def cell_sums(
     (the rows a replicate expansion with a pure bootstrap keeps).
     """
     n = max(bootstrap, sign_flips)
+    # every sum over any cells of the batch (the slices they are rolled up to) stays exact
+    _exact_bound(drawn[0], _MAX_COUNT)
+    _exact_bound(flipped[0], 1.0)
     order = np.argsort(cells, kind="stable")
     bounds = np.searchsorted(cells[order], np.arange(n_cells + 1))
     spans = [(c, slice(a, b)) for c, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if a < b]
@@ -146,25 +150,48 @@ def cell_sums(
 
 
 def sums_of_batches(
-    batches: Iterator[pa.RecordBatch], *, cells: Sequence[str], drawn: Sequence[str], flipped: Sequence[str],
-    seed: int, bootstrap: int, sign_flips: int, schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch], *, dimensions: Sequence[str], columns: Sequence[str],
+    drawn: Sequence[str], flipped: Sequence[str], seed: int, bootstrap: int, sign_flips: int, schema: pa.Schema,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`~ndcg_spark.metrics.resampling.replicate_sums` on a Python worker (``mapInArrow``):
-    per batch of units (columns ``_unit``, ``cells``, the terms), one batch of ``schema``: a row per
-    cell and replicate a unit of the cell took part in, with its sums (null where no term was known)."""
+    per batch of units (columns ``_unit``, ``columns`` holding the values of ``dimensions`` as
+    strings, the terms), one batch of ``schema``: a row per slice and replicate a unit of the slice
+    took part in, with the batch's sums (null where no term was known). The sums are taken per
+    cell (one combination of slice values) and the cells added up to the overall slice and to
+    each value of each dimension, here, so Spark only adds the batches' rows."""
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        cell_of, first = _cell_index(batch, cells)
+        cell_of, first = _cell_index(batch, columns)
         sums = cell_sums(Draws(seed, batch.column("_unit").to_pylist()), cell_of, len(first),
                          _terms(batch, drawn), _terms(batch, flipped), bootstrap=bootstrap, sign_flips=sign_flips)
-        at_cell, at_replicate = np.nonzero(sums.present)
-        columns = [batch.column(c).take(pa.array(first[at_cell])).cast(schema.field(c).type) for c in cells]
-        columns.append(pa.array((at_replicate + 1).astype(np.int32)))
+        slices = _slices(batch, dimensions, columns, first)
+        present = np.stack([sums.present[at].any(axis=0) for _, _, at in slices])
+        at_slice, at_replicate = np.nonzero(present)
+        names = np.array([(dimension, value) for dimension, value, _ in slices], dtype=object)[at_slice]
+        arrays = [pa.array(names[:, 0], pa.string()), pa.array(names[:, 1], pa.string()),
+                  pa.array((at_replicate + 1).astype(np.int32))]
         for total, known in ((sums.drawn, sums.drawn_known), (sums.flipped, sums.flipped_known)):
-            for j in range(total.shape[2]):
-                columns.append(pa.array(total[at_cell, at_replicate, j], mask=known[at_cell, at_replicate, j] == 0))
-        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            rolled = np.stack([total[at].sum(axis=0) for _, _, at in slices])[at_slice, at_replicate]
+            rolled_known = np.stack([known[at].sum(axis=0) for _, _, at in slices])[at_slice, at_replicate]
+            arrays += [pa.array(rolled[:, j], mask=rolled_known[:, j] == 0) for j in range(total.shape[2])]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _slices(
+    batch: pa.RecordBatch, dimensions: Sequence[str], columns: Sequence[str], first: np.ndarray
+) -> list[tuple[str, str | None, np.ndarray]]:
+    """The slices the batch's cells belong to: the overall one, and one per value of each dimension
+    (``columns`` hold the values, as strings; null a value of its own) -- each with its cells."""
+    cells = np.arange(len(first))
+    found = [(OVERALL, OVERALL_VALUE, cells)]
+    for dimension, column in zip(dimensions, columns):
+        values = batch.column(column).take(pa.array(first)).to_pylist()
+        by_value: dict[str | None, list[int]] = {}
+        for cell, value in enumerate(values):
+            by_value.setdefault(value, []).append(cell)
+        found += [(dimension, value, np.array(at)) for value, at in by_value.items()]
+    return found
 
 
 def _terms(batch: pa.RecordBatch, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -201,13 +228,7 @@ class _Terms:
     64-bit integers; a sum that could pass 2^62 is an error."""
 
     def __init__(self, terms: np.ndarray, max_weight: float):
-        bound = max_weight * np.abs(terms).astype(np.float64).sum(axis=0).max(initial=0.0)
-        if bound >= _EXACT_IN_LONGS:
-            raise ArithmeticError(
-                "replicate sums: a sum of count x term could pass 2^62 (rule: exact_sum_overflow); "
-                f"bound {bound:.3g}"
-            )
-        self._in_doubles = bound < _EXACT_IN_DOUBLES
+        self._in_doubles = _exact_bound(terms, max_weight) < _EXACT_IN_DOUBLES
         self._terms = terms.astype(np.float64) if self._in_doubles else terms
 
     def weighed(self, weights: np.ndarray) -> np.ndarray:
@@ -215,6 +236,17 @@ class _Terms:
         if self._in_doubles:
             return (weights @ self._terms).astype(np.int64)
         return weights.astype(np.int64) @ self._terms
+
+
+def _exact_bound(terms: np.ndarray, max_weight: float) -> float:
+    """The largest absolute sum of weight x term (weights at most ``max_weight``) over the units of
+    ``terms`` (units x terms); an error when it could pass 2^62."""
+    bound = max_weight * np.abs(terms).astype(np.float64).sum(axis=0).max(initial=0.0)
+    if bound >= _EXACT_IN_LONGS:
+        raise ArithmeticError(
+            f"replicate sums: a sum of count x term could pass 2^62 (rule: exact_sum_overflow); bound {bound:.3g}"
+        )
+    return bound
 
 
 #: below this bound a double product of integers is exact whatever the order of its additions

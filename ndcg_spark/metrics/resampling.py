@@ -5,7 +5,7 @@ request id, or a random group of requests), never ``rand()``: the same seed and 
 same draws whatever the partitioning or the order rows arrive in, and two stages that draw for
 the same unit (the aggregates and the paired comparison) draw the same counts.
 
-:func:`replicate_sums` gives, per slice cell and replicate, the sums of every unit's terms times
+:func:`replicate_sums` gives, per slice and replicate, the sums of every unit's terms times
 its Poisson count (bootstrap) and times its sign (sign-flip test); both stages resample this way.
 The draws are taken for a whole batch of units at once in numpy (:mod:`ndcg_spark.metrics.draws`,
 the same bits as the columns :func:`poisson_weight` and :func:`sign_flip`), so no row per unit x
@@ -150,7 +150,8 @@ def replicate_sums(
     units: DataFrame,
     unit: str,
     seed: int,
-    cells: Sequence[str],
+    dimensions: Sequence[str],
+    columns: Sequence[str],
     *,
     drawn: Sequence[str] = (),
     flipped: Sequence[str] = (),
@@ -158,47 +159,57 @@ def replicate_sums(
     sign_flips: int = 0,
     replicate: str = "_replicate",
 ) -> DataFrame:
-    """Per slice cell (the values of ``cells``) and replicate ``1 .. max(bootstrap, sign_flips)``:
-    ``drawn_<t>``, the sum over the cell's units of their Poisson count x their term ``t`` (each of
-    ``drawn``; null past ``bootstrap``), and ``flipped_<t>``, of their sign x ``t`` (each of
-    ``flipped``; null past ``sign_flips``). A sum of no known term is null, as Spark's ``sum``.
+    """Per replicate ``1 .. max(bootstrap, sign_flips)`` and slice -- the overall one and each
+    value of each of ``dimensions`` (whose values ``columns`` hold), as
+    :func:`~ndcg_spark.metrics.slices.roll_up` gives them: ``drawn_<t>``, the sum over the slice's
+    units of their Poisson count x their term ``t`` (each of ``drawn``; null past ``bootstrap``),
+    and ``flipped_<t>``, of their sign x ``t`` (each of ``flipped``; null past ``sign_flips``). A
+    sum of no known term is null, as Spark's ``sum``.
 
-    The terms are integers (fixed-point parts, counts): the sums are exact. A cell and replicate
-    can come in several rows (one per batch of units): add them up, as :func:`~ndcg_spark.metrics.slices.roll_up`
-    does. A unit takes part in every replicate when there are sign flips, else only in those that
-    draw it, so a pure bootstrap has no row for a cell and replicate that drew none of its units.
+    The terms are integers (fixed-point parts, counts): the sums are exact. A unit takes part in
+    every replicate when there are sign flips, else only in those that draw it, so a pure bootstrap
+    has no row for a slice and replicate that drew none of its units.
 
     Examples
     --------
     >>> units = spark.createDataFrame([("a", "x", 1), ("b", "x", 2), ("c", "y", 4)], "id string, cell string, n long")
-    >>> sums = replicate_sums(units, "id", 7, ["cell"], drawn=["n"], flipped=["n"], bootstrap=2, sign_flips=3)
-    >>> sums.groupBy("cell", "_replicate").agg(F.sum("drawn_n").alias("drawn"), F.sum("flipped_n").alias("flipped")
-    ...     ).orderBy("cell", "_replicate").show()
-    +----+----------+-----+-------+
-    |cell|_replicate|drawn|flipped|
-    +----+----------+-----+-------+
-    |   x|         1|    1|     -1|
-    |   x|         2|    1|     -3|
-    |   x|         3| NULL|      1|
-    |   y|         1|    0|      4|
-    |   y|         2|    4|      4|
-    |   y|         3| NULL|     -4|
-    +----+----------+-----+-------+
+    >>> sums = replicate_sums(units, "id", 7, ["cell"], ["cell"], drawn=["n"], flipped=["n"], bootstrap=2, sign_flips=3)
+    >>> sums.orderBy("slice_dimension", "slice_value", "_replicate").show()
+    +----------+---------------+-----------+-------+---------+
+    |_replicate|slice_dimension|slice_value|drawn_n|flipped_n|
+    +----------+---------------+-----------+-------+---------+
+    |         1|           cell|          x|      1|       -1|
+    |         2|           cell|          x|      1|       -3|
+    |         3|           cell|          x|   NULL|        1|
+    |         1|           cell|          y|      0|        4|
+    |         2|           cell|          y|      4|        4|
+    |         3|           cell|          y|   NULL|       -4|
+    |         1|        overall|        all|      1|        3|
+    |         2|        overall|        all|      5|        1|
+    |         3|        overall|        all|   NULL|       -3|
+    +----------+---------------+-----------+-------+---------+
     <BLANKLINE>
     """
     if max(bootstrap, sign_flips) < 1:
         raise ValueError("replicate_sums: give bootstrap or sign_flips a positive number of replicates")
     terms = list(dict.fromkeys([*drawn, *flipped]))
+    names = [*[f"drawn_{t}" for t in drawn], *[f"flipped_{t}" for t in flipped]]
     schema = T.StructType([
-        *[T.StructField(c, units.schema[c].dataType, True) for c in cells],
+        T.StructField("slice_dimension", T.StringType(), False),
+        T.StructField("slice_value", T.StringType(), True),
         T.StructField(replicate, T.IntegerType(), False),
-        *[T.StructField(f"drawn_{t}", T.LongType(), True) for t in drawn],
-        *[T.StructField(f"flipped_{t}", T.LongType(), True) for t in flipped],
+        *[T.StructField(name, T.LongType(), True) for name in names],
     ])
-    prepared = units.select(F.col(unit).cast("string").alias("_unit"), *cells,
-                            *[F.col(t).cast("long").alias(t) for t in terms])
+    longs = {f.name for f in units.schema.fields if isinstance(f.dataType, T.LongType)}
+    values = [f"_slice_{i}" for i in range(len(columns))]
+    prepared = units.select(F.col(unit).cast("string").alias("_unit"),
+                            *[F.col(c).cast("string").alias(v) for c, v in zip(columns, values)],
+                            *[t if t in longs else F.col(t).cast("long").alias(t) for t in terms])
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    sums = partial(sums_of_batches, cells=tuple(cells), drawn=tuple(drawn), flipped=tuple(flipped), seed=int(seed),
-                   bootstrap=int(bootstrap), sign_flips=int(sign_flips), schema=to_arrow_schema(schema))
-    return spread_over_cores(prepared, F.col("_unit")).mapInArrow(sums, schema)
+    sums = partial(sums_of_batches, dimensions=tuple(dimensions), columns=tuple(values), drawn=tuple(drawn),
+                   flipped=tuple(flipped), seed=int(seed), bootstrap=int(bootstrap), sign_flips=int(sign_flips),
+                   schema=to_arrow_schema(schema))
+    batches = spread_over_cores(prepared, F.col("_unit")).mapInArrow(sums, schema)
+    # a slice and replicate comes in a row per batch of units: add them up
+    return batches.groupBy(replicate, "slice_dimension", "slice_value").agg(*[F.sum(n).alias(n) for n in names])
