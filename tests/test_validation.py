@@ -417,6 +417,58 @@ def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
         assert detected[("candidates", "rule", rule)] == flagged[("candidates", "rule", rule)] > 0
 
 
+def _detector_passes(monkeypatch, rows, contract, spec) -> tuple[dict, int]:
+    """The detector's counts (without examples) and how many times it collected counts (its jobs)."""
+    from ndcg_spark.validation import counts
+
+    passes = []
+    real = counts._collect
+    monkeypatch.setattr(counts, "_collect", lambda parts: passes.append(len(parts)) or real(parts))
+    detected = {key: n for key, (n, _) in detect_rule_counts(rows, contract, spec).items()}
+    return detected, len(passes)
+
+
+def test_unguarded_detector_asks_once_and_counts_repeats_and_pairs_exactly(spark, monkeypatch):
+    """Without a skew guard (the shell's check) the detector's first job only asks whether doc ids,
+    positions or judged pairs repeat (hashes, distinct values); a second job counts them when they
+    may. Its counts must equal the row flags' on every rule and on the merged duplicates, and clean
+    input must cost one pass."""
+    cands, judgs, attrs = _random_dirty(spark, random.Random(11), 150)
+    contract = Contract(k=[3]).resolve(cands.columns)
+    unguarded = ValidationSpec(max_candidates_per_request=None)
+    rows = flag_row_rules(cands, judgs, contract, attrs, None, None)
+    detected, _ = _detector_passes(monkeypatch, rows, contract, unguarded)
+    flags = count_flagged_rows(flag_every_rule(rows, contract, unguarded, quarantining=False))
+    flagged = {key: n for key, (n, _) in flags.items() if key[1] in ("read", "rule", "merged")}
+    assert detected == flagged
+    assert {"doc_repeated", "position_repeated", "judgment_conflict"} <= {key[2] for key in detected}
+    assert detected.get(("judgments", "merged", None), 0) > 0
+
+    clean_c = spark.createDataFrame(
+        [(f"r{i}", f"d{p}", "s1", float(p), 0.5) for i in range(30) for p in range(1, 6)], FUZZ_C)
+    clean_j = spark.createDataFrame([(f"r{i}", f"d{p}", 1.0) for i in range(30) for p in range(1, 4)], JUDGS)
+    clean = flag_row_rules(clean_c, clean_j, contract)
+    detected, jobs = _detector_passes(monkeypatch, clean, contract, unguarded)
+    assert jobs == 1
+    assert detected == {("candidates", "read", None): 150, ("judgments", "read", None): 90}
+
+    # one repeat of each kind, alone (two rows break it; one of two identical judgments is merged
+    # away): -0.0 and 0.0 are one position
+    cases = {
+        "position_repeated": ([("r1", "d1", "s1", 0.0, 0.1), ("r1", "d2", "s1", -0.0, 0.2)], []),
+        "doc_repeated": ([("r1", "d1", "s1", 1.0, 0.1), ("r1", "d1", "s1", 2.0, 0.2)], []),
+        "merged": ([("r1", "d1", "s1", 1.0, 0.1)], [("r1", "d1", 2.0), ("r1", "d1", 2.0)]),
+        "judgment_conflict": ([("r1", "d1", "s1", 1.0, 0.1)], [("r1", "d1", 2.0), ("r1", "d1", 1.0)]),
+    }
+    for rule, (c, j) in cases.items():
+        rows = flag_row_rules(
+            spark.createDataFrame(c, FUZZ_C), spark.createDataFrame(j or [("r1", "d1", 1.0)], JUDGS), contract)
+        detected, jobs = _detector_passes(monkeypatch, rows, contract, unguarded)
+        key = ("judgments", "merged", None) if rule == "merged" else (
+            "judgments" if rule == "judgment_conflict" else "candidates", "rule", rule)
+        assert (detected.get(key), jobs) == (1 if rule == "merged" else 2, 2), rule
+
+
 # --------------------------------------------------------------------------- seeded fuzz
 FUZZ_C = "request_id string, doc_id string, system string, position double, score double"
 FUZZ_J = "request_id string, doc_id string, grade string"

@@ -66,17 +66,44 @@ def _collect(parts: list[DataFrame]) -> RuleCounts:
 
 def _candidate_counts(cands: DataFrame, cap: int | None, repeats: Contract | None = None) -> DataFrame:
     """Rows read, row rules and ``too_many_candidates`` (rows per request list) of the candidates;
-    with ``repeats`` (a contract), the repeat counts of :func:`_repeat_counts` in the same aggregation."""
+    with ``repeats`` (a contract), the repeat indicators of :func:`_repeat_indicators` in the same
+    aggregation."""
     sums = _row_rule_sums(cands)
-    listed = _sorted_lists(repeats, F.col("__v_rid").isNotNull()) if repeats is not None else []
-    lists = cands.groupBy(*REQUEST_LIST).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *listed)
+    listed = _repeat_indicators(repeats) if repeats is not None else []
+    lists = cands.groupBy(*REQUEST_LIST).agg(
+        F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *[c.alias(n) for n, c in listed]
+    )
     items = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
     if cap is not None:
         too_many = F.col("__v_rid").isNotNull() & (F.col("__v_n") > cap)
         items.append(("rule:too_many_candidates", F.sum(F.when(too_many, F.col("__v_n")))))
-    if repeats is not None:
-        items += _repeat_items(repeats)
+    items += [(f"maybe:{n}", F.sum(_surplus(F.col(n)))) for n, _ in listed]
     return _count_row("candidates", lists, items)
+
+
+def _surplus(values: Column) -> Column:
+    """How many elements of an array repeat another one (0 exactly when all are distinct)."""
+    return F.size(values) - F.size(F.array_distinct(values))
+
+
+def _hashes(keep: Column) -> Column:
+    """The 64-bit hashes of the doc ids of the rows where ``keep`` holds (null doc ids left out).
+    Distinct hashes prove distinct doc ids; equal hashes only suggest equal ones."""
+    doc = F.col("__v_did")
+    return F.collect_list(F.when(keep & doc.isNotNull(), F.xxhash64(doc)))
+
+
+def _repeat_indicators(contract: Contract) -> list[tuple[str, Column]]:
+    """``(rule, the list's values)`` whose repeats may break ``doc_repeated`` / ``position_repeated``:
+    the doc ids' hashes and (under position order) the valid positions. No repeat in them proves
+    the rule unbroken; a repeat is counted exactly by :func:`_repeat_counts`."""
+    keep = F.col("__v_rid").isNotNull()
+    values = [("doc_repeated", _hashes(keep))]
+    if contract.order == "position":
+        # + 0.0: -0.0 and 0.0 are one position (as grouped by the row flags)
+        position = F.col("__v_pos") + F.lit(0.0)
+        values.append(("position_repeated", F.collect_list(F.when(keep & valid_position(), position))))
+    return values
 
 
 def _judgment_counts(judgs: DataFrame) -> DataFrame:
@@ -98,6 +125,24 @@ def _judgment_counts(judgs: DataFrame) -> DataFrame:
         + [("merged", F.sum(F.when(keyed & ~is_conflict & (n > 1), n - 1)))]
     )
     return _count_row("judgments", pairs, items)
+
+
+def _judgment_indicator(judgs: DataFrame) -> DataFrame:
+    """Rows read and row rules of the judgments, and whether any judged (request, doc) may occur
+    twice (``maybe:judgment_pairs``: the doc ids' hashes of each request repeat). None does: no
+    ``judgment_conflict`` and nothing to merge; one may: :func:`_judgment_counts` counts exactly.
+    Per request rather than per pair, so the rows sum up before the shuffle where they lie together."""
+    sums = _row_rule_sums(judgs)
+    requests = judgs.groupBy("__v_rid").agg(
+        F.count(F.lit(1)).alias("__v_n"),
+        _hashes(F.col("__v_rid").isNotNull()).alias("__v_docs"),
+        *[c.alias(n) for n, c in sums],
+    )
+    items = (
+        [("read", F.sum("__v_n")), ("maybe:judgment_pairs", F.sum(_surplus(F.col("__v_docs"))))]
+        + [(f"rule:{r}", F.sum(r)) for r, _ in sums]
+    )
+    return _count_row("judgments", requests, items)
 
 
 def _rows_in_repeats(sorted_values: Column) -> Column:
@@ -141,24 +186,37 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
     """Count every rule's rows with hash aggregations only (no windows, no examples): the fast check
     of the all-``error`` handling. Same keys as :func:`count_flagged_rows`.
 
-    Job 1 counts rows per request list (the skew guard), per judged (request, doc) and the row rules;
-    job 2 — only when no request list is too long, so no list is ever held whole — collects each
-    list's doc ids and positions to count repeats. Without a skew guard
-    (``max_candidates_per_request: null``, as in the shell's check) there is nothing to wait for:
-    the lists are collected in job 1's aggregation, and that one job is all.
+    With the skew guard (the job's default), job 1 counts rows per request list (the guard), per
+    judged (request, doc) and the row rules; job 2 -- only when no request list is too long, so no
+    list is ever held whole -- collects each list's doc ids and positions to count repeats.
+    Without it (``max_candidates_per_request: null``, as in the shell's check) job 1 only asks
+    whether anything repeats: each list's doc id hashes and positions, and each request's judged
+    doc id hashes, summed where the rows lie, so nearly nothing crosses the shuffle. On clean input
+    that one job is all; when something may repeat, job 2 counts the repeats (and the judged
+    pairs) exactly.
     """
     cands = rows["candidates"][1]
     cap = spec.max_candidates_per_request
+    judgs = rows["judgments"][1] if "judgments" in rows else None
     parts = [_candidate_counts(cands, cap, repeats=contract if cap is None else None)]
-    if "judgments" in rows:
-        parts.append(_judgment_counts(rows["judgments"][1]))
+    if judgs is not None:
+        parts.append(_judgment_counts(judgs) if cap is not None else _judgment_indicator(judgs))
     if "attributes" in rows:
         attrs = rows["attributes"][1]
         items = [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in _row_rule_sums(attrs)]
         parts.append(_count_row("attributes", attrs, items))
     counts = _collect(parts)
-    if cap is not None and counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0:
-        counts.update(_collect([_repeat_counts(cands, contract)]))
+    maybe = {key[2] for key, (n, _) in counts.items() if key[1] == "maybe" and n}
+    counts = {key: value for key, value in counts.items() if key[1] != "maybe"}
+    exact = []
+    if maybe & {"doc_repeated", "position_repeated"} or (
+        cap is not None and counts.get(("candidates", "rule", "too_many_candidates"), (0, None))[0] == 0
+    ):
+        exact.append(_repeat_counts(cands, contract))
+    if "judgment_pairs" in maybe:
+        exact.append(_judgment_counts(judgs))
+    if exact:
+        counts.update(_collect(exact))
     return counts
 
 

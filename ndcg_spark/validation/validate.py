@@ -106,13 +106,16 @@ def validate_inputs(
 
     Notes
     -----
-    A count-only detector runs first: two jobs of hash aggregations (rows per request list, per
-    judged pair, per input; then each list's sorted doc ids and positions — only once no list is
-    longer than the skew guard, so no oversized list is ever collected). On clean input that is
-    all: nothing is cached and the inputs are returned as read (numeric strings parsed, identical
-    duplicate judgments merged). When a rule is broken, every row is flagged (windows by request):
-    for an ``error`` rule to name counts and example rows; for ``quarantine`` the flagged inputs are
-    persisted once and reused by scoring and by the quarantine write (call
+    A count-only detector runs first (:func:`~ndcg_spark.validation.counts.detect_rule_counts`):
+    hash aggregations, two jobs under the skew guard (rows per request list, per judged pair, per
+    input; then each list's sorted doc ids and positions — only once no list is longer than the
+    guard, so no oversized list is ever collected), one without it when nothing repeats (the
+    shell's check: whether any doc id, position or judged pair repeats, asked of hashes and
+    distinct values; a second job counts exactly when one may). On clean input that is all:
+    nothing is cached and the inputs are returned as read (numeric strings parsed, identical
+    duplicate judgments merged). When a rule is broken, every row is flagged (windows by
+    request): for an ``error`` rule to name counts and example rows; for ``quarantine`` the
+    flagged inputs are persisted once and reused by scoring and by the quarantine write (call
     :meth:`~ndcg_spark.validation.accounting.ValidatedInputs.unpersist` after writing).
     """
     contract = (contract or Contract()).resolve(candidates.columns)
