@@ -53,32 +53,39 @@ def _count_row(name: str, df: DataFrame, items: _Items) -> DataFrame:
 
 
 def _collect(parts: list[DataFrame]) -> RuleCounts:
-    """Run the count rows of ``parts`` as one job; rules broken by no row are left out."""
+    """Run the count rows of ``parts`` as one job; rules broken by no row (and repeats that no
+    list may hold) are left out."""
     counts: RuleCounts = {}
     for row in reduce(DataFrame.unionByName, parts).collect():
         for key, value in row["m"].items():
             kind, _, rule = key.partition(":")
-            if kind == "rule" and not value:
+            if kind in ("rule", "maybe") and not value:
                 continue
             counts[(row["input"], kind, rule or None)] = (int(value), None)
     return counts
 
 
-def _candidate_counts(cands: DataFrame, cap: int | None, repeats: Contract | None = None) -> DataFrame:
-    """Rows read, row rules and ``too_many_candidates`` (rows per request list) of the candidates;
-    with ``repeats`` (a contract), the repeat indicators of :func:`_repeat_indicators` in the same
-    aggregation."""
-    sums = _row_rule_sums(cands)
-    listed = _repeat_indicators(repeats) if repeats is not None else []
-    lists = cands.groupBy(*REQUEST_LIST).agg(
-        F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *[c.alias(n) for n, c in listed]
-    )
-    items = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
+def _grouped_counts(name: str, df: DataFrame, keys: list[str], aggs: list[Column], items: _Items) -> DataFrame:
+    """The count row of input ``name`` from ``df`` grouped by ``keys``: rows read and its row rules,
+    then ``items`` over the groups, which hold ``__v_n`` (their rows), the row rules' sums and ``aggs``."""
+    sums = _row_rule_sums(df)
+    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs)
+    read = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
+    return _count_row(name, groups, read + items)
+
+
+def _candidate_counts(cands: DataFrame, cap: int | None, contract: Contract) -> DataFrame:
+    """Rows read, row rules of the candidates (per request list), and with the skew guard ``cap``
+    its ``too_many_candidates``; without it, whether the lists repeat a doc id or a position
+    (``maybe:<rule>``: 0 exactly when none does; a repeat is counted by :func:`_repeat_counts`)."""
     if cap is not None:
         too_many = F.col("__v_rid").isNotNull() & (F.col("__v_n") > cap)
-        items.append(("rule:too_many_candidates", F.sum(F.when(too_many, F.col("__v_n")))))
-    items += [(f"maybe:{n}", F.sum(_surplus(F.col(n)))) for n, _ in listed]
-    return _count_row("candidates", lists, items)
+        return _grouped_counts("candidates", cands, REQUEST_LIST, [],
+                               [("rule:too_many_candidates", F.sum(F.when(too_many, F.col("__v_n"))))])
+    values = _list_values(contract, hashed=True)
+    lists = [F.collect_list(value).alias(f"__v_list{i}") for i, (_, value) in enumerate(values)]
+    maybe = [(f"maybe:{rule}", F.sum(_surplus(F.col(f"__v_list{i}")))) for i, (rule, _) in enumerate(values)]
+    return _grouped_counts("candidates", cands, REQUEST_LIST, lists, maybe)
 
 
 def _surplus(values: Column) -> Column:
@@ -86,45 +93,36 @@ def _surplus(values: Column) -> Column:
     return F.size(values) - F.size(F.array_distinct(values))
 
 
-def _hashes(keep: Column) -> Column:
-    """The 64-bit hashes of the doc ids of the rows where ``keep`` holds (null doc ids left out).
-    Distinct hashes prove distinct doc ids; equal hashes only suggest equal ones."""
+def _doc_hash() -> Column:
+    """The 64-bit hash of a row's doc id, null when it has none or no request id. Distinct hashes
+    prove distinct doc ids; equal hashes only suggest equal ones."""
     doc = F.col("__v_did")
-    return F.collect_list(F.when(keep & doc.isNotNull(), F.xxhash64(doc)))
+    return F.when(F.col("__v_rid").isNotNull() & doc.isNotNull(), F.xxhash64(doc))
 
 
-def _repeat_indicators(contract: Contract) -> list[tuple[str, Column]]:
-    """``(rule, the list's values)`` whose repeats may break ``doc_repeated`` / ``position_repeated``:
-    the doc ids' hashes and (under position order) the valid positions. No repeat in them proves
-    the rule unbroken; a repeat is counted exactly by :func:`_repeat_counts`."""
-    keep = F.col("__v_rid").isNotNull()
-    values = [("doc_repeated", _hashes(keep))]
+def _list_values(contract: Contract, hashed: bool) -> list[tuple[str, Column]]:
+    """``(rule, value)`` whose repeats within a request list break ``doc_repeated`` and (under
+    position order) ``position_repeated``: the doc id (``hashed``: its hash, :func:`_doc_hash`) and
+    the valid position, null where the rule does not look (``collect_list`` leaves it out)."""
+    doc = _doc_hash() if hashed else F.when(F.col("__v_rid").isNotNull(), F.col("__v_did"))
+    values = [("doc_repeated", doc)]
     if contract.order == "position":
         # + 0.0: -0.0 and 0.0 are one position (as grouped by the row flags)
-        position = F.col("__v_pos") + F.lit(0.0)
-        values.append(("position_repeated", F.collect_list(F.when(keep & valid_position(), position))))
+        valid = F.col("__v_rid").isNotNull() & valid_position()
+        values.append(("position_repeated", F.when(valid, F.col("__v_pos") + F.lit(0.0))))
     return values
 
 
 def _judgment_counts(judgs: DataFrame) -> DataFrame:
     """Rows read, row rules, ``judgment_conflict`` and identical duplicates (rows per judged pair)."""
-    sums = _row_rule_sums(judgs)
-    pairs = judgs.groupBy(*JUDGED_PAIR).agg(
-        F.count(F.lit(1)).alias("__v_n"),
-        F.count("__v_grade").alias("__v_n_graded"),
-        F.min("__v_grade").alias("__v_min"),
-        F.max("__v_grade").alias("__v_max"),
-        *[c.alias(n) for n, c in sums],
-    )
     n = F.col("__v_n")
     keyed = F.col("__v_rid").isNotNull() & F.col("__v_did").isNotNull()
     is_conflict = keyed & conflict(n, F.col("__v_n_graded"), F.col("__v_min"), F.col("__v_max"))
-    items = (
-        [("read", F.sum(n)), ("rule:judgment_conflict", F.sum(F.when(is_conflict, n)))]
-        + [(f"rule:{r}", F.sum(r)) for r, _ in sums]
-        + [("merged", F.sum(F.when(keyed & ~is_conflict & (n > 1), n - 1)))]
-    )
-    return _count_row("judgments", pairs, items)
+    grades = [F.count("__v_grade").alias("__v_n_graded"), F.min("__v_grade").alias("__v_min"),
+              F.max("__v_grade").alias("__v_max")]
+    items = [("rule:judgment_conflict", F.sum(F.when(is_conflict, n))),
+             ("merged", F.sum(F.when(keyed & ~is_conflict & (n > 1), n - 1)))]
+    return _grouped_counts("judgments", judgs, JUDGED_PAIR, grades, items)
 
 
 def _judgment_indicator(judgs: DataFrame) -> DataFrame:
@@ -132,17 +130,9 @@ def _judgment_indicator(judgs: DataFrame) -> DataFrame:
     twice (``maybe:judgment_pairs``: the doc ids' hashes of each request repeat). None does: no
     ``judgment_conflict`` and nothing to merge; one may: :func:`_judgment_counts` counts exactly.
     Per request rather than per pair, so the rows sum up before the shuffle where they lie together."""
-    sums = _row_rule_sums(judgs)
-    requests = judgs.groupBy("__v_rid").agg(
-        F.count(F.lit(1)).alias("__v_n"),
-        _hashes(F.col("__v_rid").isNotNull()).alias("__v_docs"),
-        *[c.alias(n) for n, c in sums],
-    )
-    items = (
-        [("read", F.sum("__v_n")), ("maybe:judgment_pairs", F.sum(_surplus(F.col("__v_docs"))))]
-        + [(f"rule:{r}", F.sum(r)) for r, _ in sums]
-    )
-    return _count_row("judgments", requests, items)
+    hashes = [F.collect_list(_doc_hash()).alias("__v_docs")]
+    return _grouped_counts("judgments", judgs, ["__v_rid"], hashes,
+                           [("maybe:judgment_pairs", F.sum(_surplus(F.col("__v_docs"))))])
 
 
 def _rows_in_repeats(sorted_values: Column) -> Column:
@@ -156,30 +146,14 @@ def _rows_in_repeats(sorted_values: Column) -> Column:
     return F.size(F.filter(sorted_values, repeated))
 
 
-def _sorted_lists(contract: Contract, keep: Column) -> list[Column]:
-    """Each request list's doc ids and (under position order) valid positions, sorted: the rows
-    where ``keep`` holds."""
-    lists = [F.array_sort(F.collect_list(F.when(keep, F.col("__v_did")))).alias("__v_docs")]
-    if contract.order == "position":
-        valid = keep & valid_position()
-        lists.append(F.array_sort(F.collect_list(F.when(valid, F.col("__v_pos")))).alias("__v_positions"))
-    return lists
-
-
-def _repeat_items(contract: Contract) -> _Items:
-    """``doc_repeated`` and ``position_repeated`` from the lists of :func:`_sorted_lists`."""
-    items = [("rule:doc_repeated", F.sum(_rows_in_repeats(F.col("__v_docs"))))]
-    if contract.order == "position":
-        items.append(("rule:position_repeated", F.sum(_rows_in_repeats(F.col("__v_positions")))))
-    return items
-
-
 def _repeat_counts(cands: DataFrame, contract: Contract) -> DataFrame:
     """``doc_repeated`` and ``position_repeated`` from each request list's sorted doc ids and positions."""
-    listed = cands.filter(F.col("__v_rid").isNotNull()).groupBy(*REQUEST_LIST).agg(
-        *_sorted_lists(contract, F.lit(True))
+    values = _list_values(contract, hashed=False)
+    listed = cands.groupBy(*REQUEST_LIST).agg(
+        *[F.array_sort(F.collect_list(value)).alias(f"__v_list{i}") for i, (_, value) in enumerate(values)]
     )
-    return _count_row("candidates", listed, _repeat_items(contract))
+    items = [(f"rule:{rule}", F.sum(_rows_in_repeats(F.col(f"__v_list{i}")))) for i, (rule, _) in enumerate(values)]
+    return _count_row("candidates", listed, items)
 
 
 def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: ValidationSpec) -> RuleCounts:
@@ -198,7 +172,7 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
     cands = rows["candidates"][1]
     cap = spec.max_candidates_per_request
     judgs = rows["judgments"][1] if "judgments" in rows else None
-    parts = [_candidate_counts(cands, cap, repeats=contract if cap is None else None)]
+    parts = [_candidate_counts(cands, cap, contract)]
     if judgs is not None:
         parts.append(_judgment_counts(judgs) if cap is not None else _judgment_indicator(judgs))
     if "attributes" in rows:
@@ -206,7 +180,7 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
         items = [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in _row_rule_sums(attrs)]
         parts.append(_count_row("attributes", attrs, items))
     counts = _collect(parts)
-    maybe = {key[2] for key, (n, _) in counts.items() if key[1] == "maybe" and n}
+    maybe = {key[2] for key in counts if key[1] == "maybe"}
     counts = {key: value for key, value in counts.items() if key[1] != "maybe"}
     exact = []
     if maybe & {"doc_repeated", "position_repeated"} or (
