@@ -139,6 +139,59 @@ def test_declared_gains_need_no_job_and_a_gain_off_them_is_collected(spark):
     assert a == b and len(a) == 9
 
 
+
+def test_the_checks_grade_scale_declares_the_gains_without_reading_them(spark, monkeypatch):
+    """The input check notes the largest grade when every grade is a whole number from 0 to 64
+    (``ValidatedInputs.grade_scale``); the checked ``score_requests`` then counts the ideal over the
+    gains of 1 .. that grade without reading them (``gain_levels`` gets the scale), and a fractional,
+    negative or larger grade leaves the gains to be read. Either way the dense plan gives the
+    collecting plan's bits, in a judgments table and in a pre-joined one."""
+    from ndcg_spark import validate_inputs
+
+    seen = []
+    real = dense.gain_levels
+
+    def recording(contract, grades, grade_scale=None):
+        levels = real(contract, grades, grade_scale)
+        seen.append((grade_scale, levels))
+        return levels
+
+    monkeypatch.setattr(dense, "gain_levels", recording)
+    cands = spark.createDataFrame([(f"q{q}", f"d{i}", float(i + 1)) for q in range(4) for i in range(5)],
+                                  "request_id string, doc_id string, position double")
+
+    def judged(grades):  # a judgment per (request, doc) but the last doc of each request: unjudged
+        rows = [(f"q{q}", f"d{i}", grades[(q + i) % len(grades)]) for q in range(4) for i in range(4)]
+        return spark.createDataFrame(rows, "request_id string, doc_id string, grade double")
+
+    cases = [  # (grades, the scale noted, the levels gain_levels returns)
+        ([0.0, 1.0, 3.0, -0.0], 3, [7.0, 3.0, 1.0]),  # 2 never occurs: its count column is all zeros
+        ([0.0, 0.0], 0, []),
+        ([0.0, 1.0, 16.0], 16, [2.0**g - 1.0 for g in range(16, 0, -1)]),
+        ([0.0, 1.5, 2.0], None, [3.0, 2.0**1.5 - 1.0]),  # fractional: read from the grades
+        ([0.0, 1.0, 65.0], None, [2.0**65 - 1.0, 1.0]),  # above 64: not noted, read
+        ([0.0, 1.0, 17.0], 17, [2.0**17 - 1.0, 1.0]),  # noted, but more levels than the plan counts: read
+    ]
+    for grades, scale, levels in cases:
+        judgments = judged(grades)
+        assert validate_inputs(cands, judgments, Contract(k=[3])).grade_scale == scale, grades
+        seen.clear()
+        by_dense = score_requests(cands, judgments, Contract(k=[1, 3]))
+        assert [noted for noted, _ in seen] == [scale], grades
+        assert seen[0][1] == pytest.approx(levels, rel=1e-15), grades  # Spark's pow, read: not Python's bits
+        by_collecting = score_requests(cands, judgments, Contract(k=[1, 3]), dense_plan=False)
+        assert sorted(map(repr, by_dense.collect())) == sorted(map(repr, by_collecting.collect())), grades
+    # pre-joined: the candidates' own grades; linear gain
+    joined = cands.withColumn("grade", (F.col("position") % 3).cast("double"))
+    assert validate_inputs(joined, None, Contract(k=[3])).grade_scale == 2
+    seen.clear()
+    by_dense = score_requests(joined, contract=Contract(k=[2], gain="linear")).collect()
+    assert seen == [(2, [2.0, 1.0])]
+    by_collecting = score_requests(joined, contract=Contract(k=[2], gain="linear"), dense_plan=False).collect()
+    assert sorted(map(repr, by_dense)) == sorted(map(repr, by_collecting))
+    # a declared scale wins over the one noted
+    assert real(Contract(max_grade=1), None, 3) == [1.0]
+
 #: The plan branches on the gains (their distinct values are counted) and on ``zero`` vs
 #: ``separate`` (whether the unjudged are reported); the empty-ideal policy is applied after it.
 #: Every pair of values of the three choices occurs.

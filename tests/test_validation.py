@@ -399,7 +399,8 @@ def test_fast_detector_counts_exactly_what_the_row_flags_count(spark):
     contract = Contract(k=[3]).resolve(cands.columns)
     spec = ValidationSpec(max_candidates_per_request=6)
     rows = flag_row_rules(cands, judgs, contract, attrs, None, None)
-    detected = {key: n for key, (n, _) in detect_rule_counts(rows, contract, spec).items() if key[1] != "merged"}
+    detected = {key: n for key, (n, _) in detect_rule_counts(rows, contract, spec).items()
+                if key[1] not in ("merged", "grades")}
     flags = count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False))
     flagged = {key: n for key, (n, _) in flags.items() if key[1] in ("read", "rule")}
     # a list is too long: the detector stops before collecting lists (the row flags then count repeats)
@@ -440,7 +441,8 @@ def test_unguarded_detector_asks_once_and_counts_repeats_and_pairs_exactly(spark
     detected, _ = _detector_passes(monkeypatch, rows, contract, unguarded)
     flags = count_flagged_rows(flag_every_rule(rows, contract, unguarded, quarantining=False))
     flagged = {key: n for key, (n, _) in flags.items() if key[1] in ("read", "rule", "merged")}
-    assert detected == flagged
+    assert {key: n for key, n in detected.items() if key[1] != "grades"} == flagged
+    assert detected[("judgments", "grades", "off")] > 0  # negative and not finite grades: no whole scale
     assert {"doc_repeated", "position_repeated", "judgment_conflict"} <= {key[2] for key in detected}
     assert detected.get(("judgments", "merged", None), 0) > 0
 
@@ -450,7 +452,9 @@ def test_unguarded_detector_asks_once_and_counts_repeats_and_pairs_exactly(spark
     clean = flag_row_rules(clean_c, clean_j, contract)
     detected, jobs = _detector_passes(monkeypatch, clean, contract, unguarded)
     assert jobs == 1
-    assert detected == {("candidates", "read", None): 150, ("judgments", "read", None): 90}
+    assert detected == {("candidates", "read", None): 150, ("judgments", "read", None): 90,
+                        # the grades' scale: every grade whole, the largest 1
+                        ("judgments", "grades", "top"): 1, ("judgments", "grades", "off"): 0}
 
     # one repeat of each kind, alone (two rows break it; one of two identical judgments is merged
     # away): -0.0 and 0.0 are one position

@@ -109,6 +109,7 @@ def _score_stage(
             # the skew guard already kept every larger request out: no need to look for them
             large_request=None if _guarded(spec) else LARGE_REQUEST,
             validate=False,  # validate_inputs just checked them, under the declared handling
+            grade_scale=validated.grade_scale,  # noted by that check: no job to read the gains again
             cache_handles=cached,  # released below, once the table is written
         )
         if quarantine_target is not None:

@@ -134,13 +134,15 @@ def _is_dense(contract: Contract, base: int) -> Column:
     return (F.col("_n_placed") == F.col("n_candidates")) & (F.col(f"_n_top{base}") == m) & (seen == full)
 
 
-def gain_levels(contract: Contract, grades: DataFrame | None) -> list[float] | None:
+def gain_levels(contract: Contract, grades: DataFrame | None, grade_scale: int | None = None) -> list[float] | None:
     """The positive gains the ideal is counted over, largest first, or None when the plan cannot
     serve them (more than :data:`MAX_GAIN_LEVELS`, or one negative or not finite).
 
     Declared by the contract when it can be: a gain table's positive gains, ``binary``'s 1, and
     with ``max_grade`` the gains of the whole grades ``1 .. max_grade``; a request with any other
     gain is then not served by the plan (:func:`aggregate_dense`'s evidence) and is collected.
+    The same from ``grade_scale`` (up to :data:`MAX_GAIN_LEVELS`): every grade is known to be a
+    whole number from 0 to it (the input check read them), so no gain falls outside.
     Otherwise read from ``grades`` (one column of grades: the judgments', or a pre-joined table's):
     one small job, the distinct gains (summed partially where the rows lie, so a few values cross
     the shuffle); a superset of the candidates' gains, which only adds count columns.
@@ -150,8 +152,9 @@ def gain_levels(contract: Contract, grades: DataFrame | None) -> list[float] | N
         values = [value for _, value in mapping.table]
     elif mapping.kind == "binary":
         values = [1.0]
-    elif contract.max_grade is not None:
-        whole = range(1, int(math.floor(contract.max_grade)) + 1)
+    elif contract.max_grade is not None or (grade_scale is not None and grade_scale <= MAX_GAIN_LEVELS):
+        top = contract.max_grade if contract.max_grade is not None else grade_scale
+        whole = range(1, int(math.floor(top)) + 1)
         values = [2.0**g - 1.0 if mapping.kind == "exponential" else float(g) for g in whole]
     elif grades is None:
         return None

@@ -38,6 +38,7 @@ def score_requests(
     large_request: int | None = LARGE_REQUEST,
     dense_plan: bool = True,
     validate: bool = True,
+    grade_scale: int | None = None,
     cache_handles: list[DataFrame] | None = None,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
@@ -62,13 +63,19 @@ def score_requests(
         aggregation, when the contract allows it). That aggregation (one row per request) runs
         when this function is called and is cached (memory and disk), so the result is read
         from it; one more small job reads the distinct gains when the contract declares neither
-        a gain table nor ``max_grade``. ``False`` always collects (kept to compare the plans).
+        a gain table nor ``max_grade`` and the grades' scale is not known (``grade_scale``).
+        ``False`` always collects (kept to compare the plans).
     validate : check the inputs first against the job's named rules under the job's default
         handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``, no skew guard):
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
         :class:`~ndcg_spark.errors.ValidationError` naming the rule, the count and an example
         row, instead of a silently wrong number. Costs the count-only detector's job when this
         function is called. ``False`` for inputs already validated (the job does).
+    grade_scale : the largest grade, when every grade is known to be a whole number from 0 to it
+        (:attr:`~ndcg_spark.validation.accounting.ValidatedInputs.grade_scale`: the input check
+        notes it, and passes it on itself with ``validate``); the dense plan then counts the
+        ideal over the gains of ``1 .. grade_scale`` without reading them. Ignored when the
+        contract declares its scale; the same result either way.
     cache_handles : given a list, the cached aggregation (see ``dense_plan``) is appended to it,
         for the caller to ``unpersist()`` once the result is written (the job does); otherwise
         it stays cached for the session.
@@ -105,6 +112,7 @@ def score_requests(
                 pool_version=pool_version,
             )
             candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
+            grade_scale = checked.grade_scale
         integer_ids = _groups_on_integer_ids(candidates, judgments, contract)
         rows = prepare_candidates(
             candidates, judgments, contract, system=system, pool_version=pool_version,
@@ -113,7 +121,8 @@ def score_requests(
         rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
             "judged", F.col("grade").isNotNull()
         )
-        levels = _dense_levels(contract, candidates, judgments) if dense_plan and dense.applies(contract) else None
+        use_dense = dense_plan and dense.applies(contract)
+        levels = _dense_levels(contract, candidates, judgments, grade_scale) if use_dense else None
         scored_dense, rest = None, rows
         if levels is not None:
             literal = literal_keys(candidates, contract, system, pool_version)
@@ -144,12 +153,14 @@ def score_requests(
     )
 
 
-def _dense_levels(contract: Contract, candidates: DataFrame, judgments: DataFrame | None) -> list[float] | None:
+def _dense_levels(
+    contract: Contract, candidates: DataFrame, judgments: DataFrame | None, grade_scale: int | None
+) -> list[float] | None:
     """The gains the dense plan counts the ideal over (:func:`ndcg_spark.scoring.dense.gain_levels`),
-    read from the grades when the contract does not declare them."""
+    read from the grades when neither the contract declares them nor their scale is known."""
     grade = contract.columns.grade
     grades = candidates if judgments is None else judgments
-    return dense.gain_levels(contract, grades.select(grade) if grade in grades.columns else None)
+    return dense.gain_levels(contract, grades.select(grade) if grade in grades.columns else None, grade_scale)
 
 
 def _groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:

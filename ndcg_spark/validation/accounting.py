@@ -2,7 +2,7 @@
 
 The counts behind it come from :mod:`ndcg_spark.validation.counts` as a :data:`RuleCounts`
 mapping ``(input, kind, rule) -> (rows, example)``, kind ``read`` | ``rule`` | ``quarantined`` |
-``merged``.
+``merged`` (the detector also notes kind ``grades``: the grades' scale).
 
 >>> counts = {("candidates", "read", None): (10, None), ("candidates", "quarantined", "doc_repeated"): (2, None)}
 >>> print(RowAccounting.from_counts(counts, ["candidates"]).summary())
@@ -124,8 +124,10 @@ class ValidatedInputs:
     a numeric column that arrived as strings is parsed to double). ``quarantine`` holds the
     quarantined rows in the :data:`~ndcg_spark.validation.quarantine.QUARANTINE_COLUMNS` shape
     (empty when nothing was set aside, ``None`` when no rule is handled by quarantine). ``contract``
-    is resolved (``order`` is ``position`` or ``score``). Call :meth:`unpersist` once the outputs
-    are written.
+    is resolved (``order`` is ``position`` or ``score``). ``grade_scale`` is the largest grade when
+    every grade read is a whole number from 0 to 64, else None
+    (:func:`~ndcg_spark.validation.counts.grade_scale`; ``score_requests`` takes it). Call
+    :meth:`unpersist` once the outputs are written.
     """
 
     candidates: DataFrame
@@ -135,6 +137,7 @@ class ValidatedInputs:
     accounting: RowAccounting
     contract: Contract
     _cached: tuple[DataFrame, ...] = ()
+    grade_scale: int | None = None
 
     def unpersist(self) -> None:
         for df in self._cached:

@@ -34,8 +34,11 @@ from ndcg_spark.validation.flags import JUDGED_PAIR, REQUEST_LIST, rule_name
 from ndcg_spark.validation.inputs import FlaggedInputs
 from ndcg_spark.validation.judgments import conflict
 
-#: ``(count key, aggregate Column)``; keys are ``read``, ``merged`` or ``rule:<name>``
+#: ``(count key, aggregate Column)``; keys are ``read``, ``merged``, ``rule:<name>``, ``maybe:<name>``
+#: or ``grades:<name>``
 _Items = list[tuple[str, Column]]
+#: Grades noted as a whole scale (:func:`grade_scale`) go up to this.
+SCALE_LIMIT = 64
 
 
 def _row_rule_sums(df: DataFrame) -> _Items:
@@ -69,9 +72,31 @@ def _grouped_counts(name: str, df: DataFrame, keys: list[str], aggs: list[Column
     """The count row of input ``name`` from ``df`` grouped by ``keys``: rows read and its row rules,
     then ``items`` over the groups, which hold ``__v_n`` (their rows), the row rules' sums and ``aggs``."""
     sums = _row_rule_sums(df)
-    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs)
+    grades = _grade_aggs() if "__v_grade" in df.columns else []
+    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs, *grades)
     read = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
+    if grades:
+        read += [("grades:top", F.max("__v_gtop")), ("grades:off", F.sum("__v_goff"))]
     return _count_row(name, groups, read + items)
+
+
+def _grade_aggs() -> list[Column]:
+    """Per group, the largest grade that is a whole number from 0 to :data:`SCALE_LIMIT` and how
+    many grades are not (null grades are unjudged: neither)."""
+    grade = F.col("__v_grade")
+    whole = (grade >= 0) & (grade <= SCALE_LIMIT) & (grade == F.floor(grade))
+    return [F.max(F.when(whole, grade)).alias("__v_gtop"), F.count(F.when(~whole, 1)).alias("__v_goff")]
+
+
+def grade_scale(counts: RuleCounts) -> int | None:
+    """The largest grade read, when :func:`detect_rule_counts` found every grade a whole number
+    from 0 to :data:`SCALE_LIMIT` (0 when none is positive), else None. The scored grades are
+    then among ``0 .. grade_scale``, as if ``contract.max_grade`` declared it."""
+    for name in ("judgments", "candidates"):  # the grades scored: the judgments', else the candidates'
+        off = counts.get((name, "grades", "off"))
+        if off is not None:
+            return None if off[0] else counts[(name, "grades", "top")][0]
+    return None
 
 
 def _candidate_counts(cands: DataFrame, cap: int | None, contract: Contract) -> DataFrame:
@@ -168,6 +193,9 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
     doc id hashes, summed where the rows lie, so nearly nothing crosses the shuffle. On clean input
     that one job is all; when something may repeat, job 2 counts the repeats (and the judged
     pairs) exactly.
+
+    The grades' part also notes the largest grade and how many are not whole numbers from 0 to
+    :data:`SCALE_LIMIT` (kind ``grades``; read with :func:`grade_scale`).
     """
     cands = rows["candidates"][1]
     cap = spec.max_candidates_per_request
@@ -232,4 +260,4 @@ def count_flagged_rows(flagged: FlaggedInputs) -> RuleCounts:
     return {(r["input"], r["kind"], r["rule"]): (r["n"], r["example"]) for r in rows}
 
 
-__all__ = ["count_flagged_rows", "detect_rule_counts"]
+__all__ = ["SCALE_LIMIT", "count_flagged_rows", "detect_rule_counts", "grade_scale"]

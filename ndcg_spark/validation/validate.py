@@ -58,7 +58,7 @@ from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.validation.accounting import RowAccounting, RuleCounts, ValidatedInputs
-from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
+from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts, grade_scale
 from ndcg_spark.validation.failures import raise_on_broken_rules, raise_on_empty, raise_on_share
 from ndcg_spark.validation.inputs import FlaggedInputs, flag_every_rule, flag_row_rules
 from ndcg_spark.validation.quarantine import empty_quarantine, quarantine_rows
@@ -129,11 +129,12 @@ def validate_inputs(
         raise_on_empty(counts, rows)
         broken = {rule for (_, kind, rule), (n, _) in counts.items() if kind == "rule" and n}
         if not broken:
-            return _as_read(rows, candidates, attributes, contract, spec, counts)
+            return replace(_as_read(rows, candidates, attributes, contract, spec, counts), grade_scale=grade_scale(counts))
         if any(spec.handling(rule) == "error" for rule in broken):
             raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
             raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
-        return _quarantined(rows, attributes, contract, spec, run_id)
+        # the rows passed are among those read: their grades within the scale noted
+        return replace(_quarantined(rows, attributes, contract, spec, run_id), grade_scale=grade_scale(counts))
 
 
 def _judgment_columns(contract: Contract) -> list[str]:
