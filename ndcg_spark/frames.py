@@ -38,7 +38,7 @@ def persist_coalesced(df: DataFrame) -> DataFrame:
     shuffle partitions (:data:`CACHED_PLAN_PARTITIONING` set only while the plan is cached: Spark
     fixes it then; the session's own setting is restored after). Every job that reads the cache
     then runs a few tasks instead of ``spark.sql.shuffle.partitions`` nearly empty ones: on the
-    sample, a groupBy over the cached per-request rows 6.4 s -> 0.3 s (docs/benchmarks.md).
+    sample, a groupBy over the cached per-request rows 6.4 s -> 0.3 s (docs/benchmarks-history.md).
     On Spark 3.5 the session's setting stays as it is
     (:func:`~ndcg_spark.compat.coalesces_cached_plans_safely`)."""
     if not coalesces_cached_plans_safely(df.sparkSession):
@@ -76,7 +76,7 @@ def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
     comparison): every map task of a shuffle writes one file per partition, so on the sample's
     20,000 requests Spark's default 200 partitions cost more than the rows; and adaptive execution
     runs each shuffle's map side as a job of its own and plans again after it, which on partitions
-    already sized buys nothing (docs/benchmarks.md, rounds of 2026-12-03 evening and night). A
+    already sized buys nothing (docs/benchmarks-history.md, rounds of 2026-12-03 evening and night). A
     cluster with more cores than that setting keeps both. The results do not depend on them: a
     request is scored on its own rows and every sum is exact. Like any session setting, they are
     seen by queries other threads plan meanwhile.

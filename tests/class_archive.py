@@ -10,7 +10,7 @@ pyspark (``python tests/class_archive.py`` prints its path; it is kept in the vi
 it to the tests in ``NDCG_TEST_CLASS_ARCHIVE``; :func:`java_options` puts it on a JVM's command
 line. Without it (pytest run directly, or a build that failed) every JVM loads its classes as
 before: the archive changes how fast a JVM starts, never what it computes. Measured in
-docs/benchmarks.md ("The test suite").
+docs/benchmarks-history.md ("The test suite").
 
 The archive is written by a JVM as it exits, so the build runs a small night (the sample's
 ``run`` and ``compare``) in a child process, ends its JVM, checks that a new JVM starts on the

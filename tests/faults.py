@@ -232,7 +232,7 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
 
 #: the JVMs the tests start (child drivers, a cluster's daemons and executors, the benchmark's
 #: contenders) compile with C1 only: each lives for one short run on small data, where C2's
-#: compiling costs more than it saves (docs/benchmarks.md, "The test suite"); and they map the
+#: compiling costs more than it saves (docs/benchmarks-history.md, "The test suite"); and they map the
 #: suite's class archive when ``bash dev.sh`` built one (tests/class_archive.py)
 CHILD_JVM_OPTIONS = class_archive.java_options(c1_only=True)
 CHILD_DRIVER_SUBMIT_ARGS = f"--driver-java-options {shlex.quote(CHILD_JVM_OPTIONS)} pyspark-shell"
