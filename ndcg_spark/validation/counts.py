@@ -1,7 +1,8 @@
 """How many rows break each rule, counted two ways with the same keys (:data:`RuleCounts`).
 
 :func:`detect_rule_counts` is the count-only detector: hash aggregations, no windows, no examples;
-on clean input it is all validation costs. :func:`count_flagged_rows` counts the rows flagged one
+on clean input it is all validation costs. It also notes the grades' scale (kind ``grades``,
+:func:`grade_scale`): below, every grade is a whole number and the largest is 2. :func:`count_flagged_rows` counts the rows flagged one
 by one (:mod:`ndcg_spark.validation.inputs`), with an example row per rule and the quarantined rows
 per reason.
 
@@ -14,6 +15,8 @@ per reason.
 >>> rows = flag_row_rules(cands, None, contract)  # no judgments table: the grades come with the candidates
 >>> for key, (n, _) in sorted(detect_rule_counts(rows, contract, ValidationSpec()).items()):
 ...     print(key, n)
+('candidates', 'grades', 'off') 0
+('candidates', 'grades', 'top') 2
 ('candidates', 'read', None) 3
 ('candidates', 'rule', 'doc_repeated') 2
 ('candidates', 'rule', 'position_invalid') 1
