@@ -2,9 +2,9 @@
 
 :func:`detect_rule_counts` is the count-only detector: hash aggregations, no windows, no examples;
 on clean input it is all validation costs. It also notes the grades' scale (kind ``grades``,
-:func:`grade_scale`): below, every grade is a whole number and the largest is 2. :func:`count_flagged_rows` counts the rows flagged one
-by one (:mod:`ndcg_spark.validation.inputs`), with an example row per rule and the quarantined rows
-per reason.
+:func:`grade_scale`): below, every grade is a whole number and the largest is 2.
+:func:`count_flagged_rows` counts the rows flagged one by one (:mod:`ndcg_spark.validation.inputs`),
+with an example row per rule and the quarantined rows per reason.
 
 >>> from ndcg_spark import Contract
 >>> from ndcg_spark.config.validation_spec import ValidationSpec
