@@ -139,7 +139,6 @@ def test_declared_gains_need_no_job_and_a_gain_off_them_is_collected(spark):
     assert a == b and len(a) == 9
 
 
-
 def test_the_checks_grade_scale_declares_the_gains_without_reading_them(spark, monkeypatch):
     """The input check notes the largest grade when every grade is a whole number from 0 to 64
     (``ValidatedInputs.grade_scale``); the checked ``score_requests`` then counts the ideal over the
@@ -191,6 +190,7 @@ def test_the_checks_grade_scale_declares_the_gains_without_reading_them(spark, m
     assert sorted(map(repr, by_dense)) == sorted(map(repr, by_collecting))
     # a declared scale wins over the one noted
     assert real(Contract(max_grade=1), None, 3) == [1.0]
+
 
 #: The plan branches on the gains (their distinct values are counted) and on ``zero`` vs
 #: ``separate`` (whether the unjudged are reported); the empty-ideal policy is applied after it.

@@ -148,12 +148,15 @@ def gain_levels(contract: Contract, grades: DataFrame | None, grade_scale: int |
     the shuffle); a superset of the candidates' gains, which only adds count columns.
     """
     mapping = contract.gain
+    # the whole grades 1 .. top: declared by the contract, else known from a check (when few enough)
+    top = contract.max_grade
+    if top is None and grade_scale is not None and grade_scale <= MAX_GAIN_LEVELS:
+        top = grade_scale
     if mapping.kind == "table":
         values = [value for _, value in mapping.table]
     elif mapping.kind == "binary":
         values = [1.0]
-    elif contract.max_grade is not None or (grade_scale is not None and grade_scale <= MAX_GAIN_LEVELS):
-        top = contract.max_grade if contract.max_grade is not None else grade_scale
+    elif top is not None:
         whole = range(1, int(math.floor(top)) + 1)
         values = [2.0**g - 1.0 if mapping.kind == "exponential" else float(g) for g in whole]
     elif grades is None:

@@ -121,14 +121,10 @@ def score_requests(
         rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
             "judged", F.col("grade").isNotNull()
         )
-        use_dense = dense_plan and dense.applies(contract)
-        levels = _dense_levels(contract, candidates, judgments, grade_scale) if use_dense else None
-        scored_dense, rest = None, rows
-        if levels is not None:
-            literal = literal_keys(candidates, contract, system, pool_version)
-            scored_dense, rest, cached = dense.score_dense_requests(rows, contract, literal, levels)
-            if cached is not None and cache_handles is not None:
-                cache_handles.append(cached)
+        scored_dense, rest = (
+            _score_dense(rows, candidates, judgments, contract, (system, pool_version), grade_scale, cache_handles)
+            if dense_plan else (None, rows)
+        )
         if rest is None:
             per_request = scored_dense
         else:
@@ -153,14 +149,31 @@ def score_requests(
     )
 
 
-def _dense_levels(
-    contract: Contract, candidates: DataFrame, judgments: DataFrame | None, grade_scale: int | None
-) -> list[float] | None:
-    """The gains the dense plan counts the ideal over (:func:`ndcg_spark.scoring.dense.gain_levels`),
-    read from the grades when neither the contract declares them nor their scale is known."""
+def _score_dense(
+    rows: DataFrame,
+    candidates: DataFrame,
+    judgments: DataFrame | None,
+    contract: Contract,
+    literals: tuple[str | None, str | None],
+    grade_scale: int | None,
+    cache_handles: list[DataFrame] | None,
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """The dense plan's share of ``rows``: ``(scored requests, rows left to collect)``, ``(None,
+    rows)`` when the contract or its gains rule the plan out. The gains are counted over
+    :func:`ndcg_spark.scoring.dense.gain_levels`: read from the grades when neither the contract
+    declares them nor their scale is known. The cached aggregation goes to ``cache_handles``."""
+    if not dense.applies(contract):
+        return None, rows
     grade = contract.columns.grade
     grades = candidates if judgments is None else judgments
-    return dense.gain_levels(contract, grades.select(grade) if grade in grades.columns else None, grade_scale)
+    levels = dense.gain_levels(contract, grades.select(grade) if grade in grades.columns else None, grade_scale)
+    if levels is None:
+        return None, rows
+    literal = literal_keys(candidates, contract, *literals)
+    scored, rest, cached = dense.score_dense_requests(rows, contract, literal, levels)
+    if cached is not None and cache_handles is not None:
+        cache_handles.append(cached)
+    return scored, rest
 
 
 def _groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:

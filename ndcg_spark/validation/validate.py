@@ -128,13 +128,14 @@ def validate_inputs(
         counts = detect_rule_counts(rows, contract, spec)
         raise_on_empty(counts, rows)
         broken = {rule for (_, kind, rule), (n, _) in counts.items() if kind == "rule" and n}
+        # the grades' scale of every row read: the rows passed (all of them, or fewer) keep within it
+        scale = grade_scale(counts)
         if not broken:
-            return replace(_as_read(rows, candidates, attributes, contract, spec, counts), grade_scale=grade_scale(counts))
+            return replace(_as_read(rows, candidates, attributes, contract, spec, counts), grade_scale=scale)
         if any(spec.handling(rule) == "error" for rule in broken):
             raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
             raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
-        # the rows passed are among those read: their grades within the scale noted
-        return replace(_quarantined(rows, attributes, contract, spec, run_id), grade_scale=grade_scale(counts))
+        return replace(_quarantined(rows, attributes, contract, spec, run_id), grade_scale=scale)
 
 
 def _judgment_columns(contract: Contract) -> list[str]:
