@@ -10,7 +10,7 @@ from ndcg_spark.metrics.dcg import dcg
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import require_column
 from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
-from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
+from ndcg_spark.validation.shell_check import shell_check
 
 __all__ = ["pool_summary"]
 
@@ -69,8 +69,7 @@ def pool_summary(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     if validate:
-        checked = validate_inputs(candidates, judgments, contract, SHELL_CHECK, system=system,
-                                  pool_version=pool_version)
+        checked = shell_check(candidates, judgments, contract, system=system, pool_version=pool_version)
         candidates, judgments = checked.candidates, checked.judgments
     cols = contract.columns
     require_column(candidates, cols.request_id, "request_id", "candidates")

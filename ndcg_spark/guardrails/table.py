@@ -50,7 +50,7 @@ from ndcg_spark.guardrails.release import release_rows
 from ndcg_spark.guardrails.statistics import arm_statistics
 from ndcg_spark.guardrails.verdicts import overall_verdict, verdict
 from ndcg_spark.metrics.slices import OVERALL
-from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
+from ndcg_spark.validation.shell_check import shell_check
 
 __all__ = ["guardrail_table"]
 
@@ -115,8 +115,8 @@ def guardrail_table(
             if candidates is None:
                 raise InputError("guardrails: offline guardrails need the candidates (inputs.candidates)")
             if validate:
-                checked = validate_inputs(candidates, judgments, contract, SHELL_CHECK, system=system,
-                                          pool_version=pool_version)
+                checked = shell_check(candidates, judgments, contract or Contract(), system=system,
+                                      pool_version=pool_version)
                 candidates, judgments = checked.candidates, checked.judgments
             scored = per_request.filter(
                 ((F.col("system") == arms[0]) & F.col("pool_version").eqNullSafe(F.lit(sides.baseline_pool)))

@@ -23,7 +23,7 @@ from ndcg_spark.scoring.collecting import score_by_collecting
 from ndcg_spark.scoring.columns import INTEGRAL_TYPES, METRIC_FIELDS, PER_REQUEST_COLUMNS, metric_column
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
-from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
+from ndcg_spark.validation.shell_check import shell_check
 
 
 def score_requests(
@@ -70,7 +70,9 @@ def score_requests(
         a grade outside the gain table, a repeated doc, a null id, a NaN score ... raise
         :class:`~ndcg_spark.errors.ValidationError` naming the rule, the count and an example
         row, instead of a silently wrong number. Costs the count-only detector's job when this
-        function is called. ``False`` for inputs already validated (the job does).
+        function is called, once per cached input: inputs that are cached and passed the same
+        check before are answered from memory (:mod:`ndcg_spark.validation.shell_check`).
+        ``False`` for inputs already validated (the job does).
     grade_scale : the largest grade, when every grade is known to be a whole number from 0 to it
         (:attr:`~ndcg_spark.validation.accounting.ValidatedInputs.grade_scale`: the input check
         notes it, and passes it on itself with ``validate``); the dense plan then counts the
@@ -107,10 +109,8 @@ def score_requests(
     # the calls' own jobs (the check, the dense aggregation) on few partitions when the input is small
     with shuffles_sized_to(candidates, judgments, attributes.table):
         if validate:
-            checked = validate_inputs(
-                candidates, judgments, contract, SHELL_CHECK, attributes=attributes, system=system,
-                pool_version=pool_version,
-            )
+            checked = shell_check(candidates, judgments, contract, attributes=attributes, system=system,
+                                  pool_version=pool_version)
             candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
             grade_scale = checked.grade_scale
         integer_ids = _groups_on_integer_ids(candidates, judgments, contract)
