@@ -261,3 +261,27 @@ def test_clearing_a_run_of_a_path_table_over_connect(connect_spark, tmp_path):
     left = sorted((r["run_id"], r["v"]) for r in read_run(connect_spark, target).collect())
     assert left == [("r2", "z")]
     assert sorted(p.name for p in (tmp_path / "quarantine").glob("run_id=*")) == ["run_id=r2"]  # the folder is gone
+
+
+def test_the_shell_check_is_answered_from_memory_over_connect(connect_spark, two_rankers, monkeypatch):
+    # a Connect DataFrame's storage level is asked of the server: a cached input that passed is
+    # not checked again under another K; once unpersisted, it is
+    import ndcg_spark
+    import ndcg_spark.validation.shell_check as shell_check_module
+
+    ran = []
+    real = shell_check_module.validate_inputs
+    monkeypatch.setattr(shell_check_module, "_passed", [])
+    monkeypatch.setattr(shell_check_module, "validate_inputs", lambda *a, **kw: ran.append(1) or real(*a, **kw))
+    cands, judgments = (df.cache() for df in two_rankers)
+    try:
+        for k in (3, 2):
+            rows = _by(ndcg_spark.score_requests(cands, judgments, ndcg_spark.Contract(k=[k])).collect(),
+                       "system", "request_id")
+            assert rows[("B", "q1")]["ndcg"] == pytest.approx(1.0, abs=EPS)
+        assert len(ran) == 1
+    finally:
+        cands.unpersist()
+        judgments.unpersist()
+    ndcg_spark.score_requests(cands, judgments, ndcg_spark.Contract(k=[3])).collect()
+    assert len(ran) == 2
