@@ -4,6 +4,7 @@ The rules and their declared handling are pure configuration
 (:mod:`ndcg_spark.config.validation_spec`); this package applies them to DataFrames:
 
 - :mod:`~ndcg_spark.validation.validate`: :func:`validate_inputs`, the whole check of one run's inputs;
+- :mod:`~ndcg_spark.validation.shell_check`: the shell's check, run once per cached input;
 - :mod:`~ndcg_spark.validation.tables`: one input table, its schema rules and parsed columns;
 - :mod:`~ndcg_spark.validation.candidates`, :mod:`~ndcg_spark.validation.judgments`,
   :mod:`~ndcg_spark.validation.attributes`: the row and request rules of each input;

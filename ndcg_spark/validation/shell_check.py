@@ -3,11 +3,11 @@
 ``score_requests``, ``pool_summary`` and ``guardrail_table`` check their raw inputs before they
 use them. An analyst asks many questions of the same inputs, read once and cached; once they
 passed, checking them again reads every row only to give the same answer (on the sample, a Spark
-job of 1-2 s and some 4,000 JVM calls to build it: docs/benchmarks.md). So a check that passed is
-remembered with the input DataFrames themselves -- the same Python objects, whose plans cannot
-change -- and answered from memory while every one of them is still cached, under the same
-system and pool literals, attributes and what the rules read of the contract (its columns,
-gains, ``max_grade`` and order: another K or empty-ideal policy is the same check).
+job of 1-2 s and some 4,400 round trips to the JVM to build it: docs/benchmarks.md). So a check
+that passed is remembered with the input DataFrames themselves -- the same Python objects, whose
+plans cannot change -- and answered from memory while every one of them is still cached, under
+the same system and pool literals, attributes and what the rules read of the contract (its
+columns, gains, ``max_grade`` and order: another K or empty-ideal policy is the same check).
 
 Anything else runs the check: an input that is not cached (its source could change between two
 reads), another DataFrame of the same rows, an input unpersisted since. A check that failed is
