@@ -88,7 +88,7 @@ case "$cmd" in
     NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest $(parallel 2) \
       -m "(not slow or grid) and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
-      tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py \
+      tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py tests/test_shell_check.py \
       "tests/test_docs.py::test_python_examples_run[README.md]" ndcg_spark "$@"
     ;;
   test-connect)
