@@ -61,15 +61,16 @@ def shell_check(
     contract = contract.resolve(candidates.columns)
     attributes = attributes or Attributes()
     inputs = (candidates, judgments, attributes.table)
-    remembered = all(df is None or _cached(df) for df in inputs)
+    all_cached = all(df is None or _cached(df) for df in inputs)
     key = (rules_read(contract), replace(attributes, table=None), system, pool_version)
-    if remembered:
+    if all_cached:
         for seen, seen_key, validated in reversed(_passed):
             if seen_key == key and all(a is b for a, b in zip(seen, inputs)):
                 return replace(validated, contract=contract)
+    # under SHELL_CHECK every broken rule raises, so what returns passed and cached nothing of its own
     validated = validate_inputs(candidates, judgments, contract, SHELL_CHECK, attributes=attributes, system=system,
                                 pool_version=pool_version)
-    if remembered and not validated._cached:  # the shell's check caches nothing; a result that did is not kept
+    if all_cached:
         _passed.append((inputs, key, validated))
         del _passed[:-REMEMBERED]
     return validated
