@@ -310,3 +310,37 @@ def test_shown_gains_coded_per_position_come_back_exactly(spark):
     assert [repr(tuple(r)) for r in by_dense] == [repr(tuple(r)) for r in by_collecting]
     (top,) = [r["dcg"] for r in by_dense if r["request_id"] == "q0" and r["k"] == 1]
     assert top == 0.0 and math.copysign(1.0, top) == -1.0  # the -0.0 gain at position 1 came back as -0.0
+
+
+def test_a_path_read_again_after_its_files_were_rewritten_is_scored_from_them(spark, tmp_path):
+    """The dense plan caches its aggregation for the call's result. A later call over the same
+    path, read again after another process rewrote its files, must score the new rows: Spark
+    answers any equal plan from a cache and knows nothing of the files under it (before each call
+    cached under a token of its own, the second call was answered from the first one's rows)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "candidates"
+    lists = {"q1": 3, "q2": 2}  # candidates per request, at positions 1..n (dense: the plan serves them)
+
+    def rewrite(grades: dict[str, list[float]]) -> None:  # outside Spark, as the nightly job on the cluster
+        path.mkdir(exist_ok=True)
+        for old in path.glob("*.parquet"):
+            old.unlink()
+        rows = [(q, f"d{i}", i + 1, g) for q in lists for i, g in enumerate(grades[q])]
+        pq.write_table(pa.table({name: list(values) for name, values in
+                                 zip(("request_id", "doc_id", "position", "grade"), zip(*rows))}),
+                       path / "part-0.parquet")
+
+    handles: list = []  # the calls' cached aggregations, kept (as in a shell) until the end
+    try:
+        # the same grades, reordered: the same gains counted, so the same plan (another scale would differ)
+        for grades in ({"q1": [0.0, 0.0, 3.0], "q2": [1.0, 0.0]}, {"q1": [3.0, 0.0, 0.0], "q2": [0.0, 1.0]}):
+            rewrite(grades)
+            scored = score_requests(spark.read.parquet(str(path)), contract=Contract(k=[3]), validate=False,
+                                    cache_handles=handles)
+            got = {r.request_id: r.ndcg for r in scored.collect()}
+            assert got == pytest.approx({q: oracle.ndcg_of_grades(g, 3) for q, g in grades.items()}, abs=1e-12)
+        assert len(handles) == 2  # the dense plan scored both (a cached aggregation each)
+    finally:
+        for handle in handles:
+            handle.unpersist()

@@ -31,6 +31,7 @@ comes from the candidates, max K is at most 32, and the gains take at most
 from __future__ import annotations
 
 import math
+import uuid
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -220,13 +221,19 @@ def score_dense_requests(
 
     One aggregation of ``rows`` (:func:`aggregate_dense`) is cached and one job computes it,
     counting the requests it does not serve (its evidence, ``_served``; a second small job lists
-    them when there are any); the scored requests are then read from the cache.
+    them when there are any); the scored requests are then read from the cache. The cache is this
+    call's own: Spark answers any equal plan from a cache, and a later call over the same source
+    (a path read again after its files were rewritten) must read the source, not this call's rows.
     ``(None, rows, None)`` when more than :data:`MAX_LISTED_NOT_SERVED` are not served; the rest
     is None when every request is. The key columns in ``literal``
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
-    summed = persist_coalesced(aggregate_dense(rows, contract, varying, levels))
+    # a token of this call's own makes its plan unlike any other call's (Spark's cache matches
+    # equal plans and knows nothing of the files under them)
+    summed = persist_coalesced(
+        aggregate_dense(rows, contract, varying, levels).withColumn("_call", F.lit(uuid.uuid4().hex))
+    )
     # one job computes the cached aggregation and counts what it does not serve (a count, not a
     # limited collect: a limit would scan the cached partitions in growing rounds, a job each)
     unserved = summed.filter(~F.col("_served")).select(*varying)

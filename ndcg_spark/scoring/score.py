@@ -62,8 +62,10 @@ def score_requests(
         (:mod:`ndcg_spark.scoring.dense`; same result, checked per request in the same
         aggregation, when the contract allows it). That aggregation (one row per request) runs
         when this function is called and is cached (memory and disk), so the result is read
-        from it; one more small job reads the distinct gains when the contract declares neither
-        a gain table nor ``max_grade`` and the grades' scale is not known (``grade_scale``).
+        from it; the cache is this call's own: no later call is answered from it, so inputs
+        read again after their files changed are scored as they now are. One more small job
+        reads the distinct gains when the contract declares neither a gain table nor
+        ``max_grade`` and the grades' scale is not known (``grade_scale``).
         ``False`` always collects (kept to compare the plans).
     validate : check the inputs first against the job's named rules under the job's default
         handling (:func:`~ndcg_spark.validation.validate.validate_inputs`, every rule ``error``, no skew guard):
@@ -80,7 +82,8 @@ def score_requests(
         contract declares its scale; the same result either way.
     cache_handles : given a list, the cached aggregation (see ``dense_plan``) is appended to it,
         for the caller to ``unpersist()`` once the result is written (the job does); otherwise
-        it stays cached for the session.
+        it stays cached for the session, one per call (``spark.catalog.clearCache()`` releases
+        them all; a result read after that is computed again from its inputs).
 
     Returns
     -------
