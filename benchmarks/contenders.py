@@ -74,6 +74,25 @@ class _JvmPeak:
         return None
 
 
+def _stop(spark, args: argparse.Namespace, work_started: float, before: dict | None) -> None:
+    """Stop the session; first, with ``--profile FILE``, write where the work's time went there
+    (``benchmarks/sparkui.py``: jobs, operators, JIT; ``before``: the JVM counters at its start)."""
+    if args.profile:
+        import sparkui
+
+        Path(args.profile).write_text(json.dumps(sparkui.collect(spark, work_started, before)))
+    spark.stop()
+
+
+def _counters(spark, args: argparse.Namespace) -> dict | None:
+    """The JVM counters at the work's start when profiling."""
+    if not args.profile:
+        return None
+    import sparkui
+
+    return sparkui.jvm_counters(spark)
+
+
 def _session(shuffle_partitions: int | None, conf: dict[str, str]):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from ndcg_spark.job.session import build_session
@@ -102,6 +121,7 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
     data, out = Path(args.data), Path(args.out)
     attributes = Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
 
+    before, work_started = _counters(spark, args), time.time()
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     candidates = spark.read.parquet(str(data / "candidates"))
     per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
@@ -134,7 +154,7 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
         result["binary_ndcg10_mean"] = scored.agg(F.avg("ndcg")).first()[0]
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
-    spark.stop()
+    _stop(spark, args, work_started, before)
     return result
 
 
@@ -145,13 +165,14 @@ def _one_mean(args: argparse.Namespace, mean_of) -> dict:
     spark = _session(args.shuffle_partitions, dict(args.conf))
     jvm = _JvmPeak(spark)
     start_s = time.perf_counter() - started
+    before, work_started = _counters(spark, args), time.time()
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     value = mean_of(spark, spark.read.parquet(str(Path(args.data) / "candidates")))
     t1, cpu1 = time.perf_counter(), jvm.cpu_s()
     result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
-    spark.stop()
+    _stop(spark, args, work_started, before)
     return result
 
 
@@ -324,7 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=None)
     parser.add_argument("--conf", action="append", type=lambda s: tuple(s.split("=", 1)), default=[])
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--profile", default=None, metavar="FILE",
+                        help="with Spark's UI on, write where the work's time went to FILE (benchmarks/breakdown.py)")
     args = parser.parse_args(argv)
+    if args.profile:
+        if args.contender == "numpy":
+            parser.error("--profile: numpy runs no Spark")
+        args.conf.append(("spark.ui.enabled", "true"))
     result = CONTENDERS[args.contender](args)
     result["contender"] = args.contender
     Path(args.result).write_text(json.dumps(result, sort_keys=True))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,42 @@ def test_the_floor_contender_computes_the_evaluators_number(spark):
     assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
     assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
 
+
+
+def _benchmark_module(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_ui_metric_texts_are_read_as_totals_and_seconds():
+    """benchmarks/sparkui.py reads Spark's UI metrics: a summed metric is shown as a header line,
+    then the total and its spread; a single task's as the value alone."""
+    sparkui = _benchmark_module("sparkui")
+    assert sparkui._total("total (min, med, max (stageId: taskId))\n5.8 s (2.9 s, 2.9 s, 2.9 s (stage 1.0: task 3))") \
+        == "5.8 s"
+    assert sparkui._total("6 ms") == "6 ms" and sparkui._total("4,000,000") == "4,000,000"
+    assert [sparkui.seconds(v) for v in ("984 ms", "5.8 s", "1.5 m", "2 h", "1,000,000", "")] \
+        == [0.984, 5.8, 90.0, 7200.0, 0.0, 0.0]
+
+
+@pytest.mark.slow  # a benchmark's contender in a fresh process
+def test_the_breakdown_names_the_jobs_and_each_operators_time(tmp_path):
+    """benchmarks/breakdown.py runs one contender with Spark's UI on and prints its jobs, the JVM's
+    compiling, and each operator's time and rows: here the floor's one aggregate per request."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "breakdown.py"), "floor", "--rows", "20000", "--shuffle-partitions",
+         "2", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--min-seconds", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYSPARK_SUBMIT_ARGS": faults.CHILD_DRIVER_SUBMIT_ARGS},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    out = proc.stdout
+    assert "(f) floor: one hash aggregate, 20,000 rows: work" in out
+    assert re.search(r"^JVM during the work: JIT compilation \d+\.\d s, garbage collection \d+\.\d s", out, re.M)
+    assert len(re.findall(r"^  job +\d+  \+ *\d+\.\d\d \.\. \+ *\d+\.\d\d", out, re.M)) >= 2
+    # the candidates read (20,000 rows) and the aggregate per request (1,000 requests), with their times
+    assert re.search(r"^    Scan parquet +scan time \d[\d.]* m?s;.* 20,000 rows out$", out, re.M), out
+    assert re.search(r"^    HashAggregate +time in aggregation build \d[\d.]* m?s; 1,000 rows out$", out, re.M), out
