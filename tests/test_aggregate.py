@@ -205,6 +205,13 @@ def test_bad_per_request_tables_are_refused_with_the_rule(spark, traffic_table):
     twice = traffic_table.unionByName(traffic_table.filter("request_id = 'r1'"))
     with pytest.raises(Exception, match="duplicate_request"):
         aggregate(twice, AggregateSpec(replicates=20)).collect()
+    # without intervals too (before, the point estimates alone counted r1's rows twice): each of
+    # r1's rows is one group's, so each is a repeat; the example is the smallest system and K
+    r1 = sorted((r["system"], r["k"]) for r in traffic_table.filter("request_id = 'r1'").collect())
+    message = (rf"request 'r1' of system '{r1[0][0]}' at k={r1[0][1]} has more than one row for one run"
+               rf".*duplicate_request.*\({len(r1)} request\(s\) with a repeated row")
+    with pytest.raises(InputError, match=message):
+        aggregate(twice, AggregateSpec(replicates=0))
 
 
 def test_spec_from_yaml_section_and_its_errors():

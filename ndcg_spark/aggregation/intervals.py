@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ndcg_spark.aggregation.columns import GROUP_KEYS
-from ndcg_spark.aggregation.point import Groups, means
+from ndcg_spark.aggregation.point import DUPLICATE_REQUEST, Groups, means
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.resampling import random_group_units, replicate_sums
@@ -34,10 +34,6 @@ __all__ = ["GROUPS_PER_PASS", "bootstrap_intervals"]
 #: replicates are now summed in numpy, and the pivot's width still grows with it (not re-measured)
 GROUPS_PER_PASS = 8
 
-_DUPLICATE_REQUEST = (
-    " has more than one row for one run, contract, pool version, system and K "
-    "(rule: duplicate_request); the per-request table holds one row per request x system x K"
-)
 
 
 def bootstrap_intervals(rows: DataFrame, spec: AggregateSpec, slice_cols: list[str], groups: Groups) -> DataFrame:
@@ -103,7 +99,7 @@ def _one_row_per_request(part: DataFrame, slice_cols: list[str], chunk: list[int
     would be silently collapsed here, so the query fails instead (``_duplicate`` raises)."""
     index, eligible = F.col("_group_index"), F.col("ndcg").isNotNull()
     duplicated = F.greatest(*[F.count(F.when(index == i, 1)) for i in chunk], F.lit(0)) > 1
-    failure = F.raise_error(F.concat(F.lit("per_request: request "), F.col("request_id"), F.lit(_DUPLICATE_REQUEST)))
+    failure = F.raise_error(F.concat(F.lit("per_request: request "), F.col("request_id"), F.lit(DUPLICATE_REQUEST)))
     return part.groupBy("request_id", *slice_cols).agg(
         F.when(duplicated, failure).alias("_duplicate"),
         *[F.max(F.when((index == i) & eligible, F.col("ndcg"))).alias(f"ndcg_{i}") for i in chunk],

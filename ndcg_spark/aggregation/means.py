@@ -60,9 +60,10 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS, GROUP_KEYS, INTERVAL_COLUMNS
 from ndcg_spark.aggregation.intervals import bootstrap_intervals
-from ndcg_spark.aggregation.point import check_weights_and_ndcg, point_estimates, stage2_rows
+from ndcg_spark.aggregation.point import (check_one_row_per_request, check_weights_and_ndcg, point_estimates,
+                                          stage2_rows)
 from ndcg_spark.config.aggregate_spec import AggregateSpec
-from ndcg_spark.frames import join_null_safe
+from ndcg_spark.frames import join_null_safe, shuffles_sized_to
 
 __all__ = ["aggregate"]
 
@@ -109,8 +110,9 @@ def aggregate(
     * Runs one small job at once: the list of groups, a check that every weight and NDCG is
       usable, and the scale of the exact sums. A null, negative or NaN weight (a null one only
       when ``spec.default_weight`` is None) or an NDCG outside [0, 1] raises
-      :class:`~ndcg_spark.errors.InputError`; a request with two rows for one group fails the
-      query that computes the result (rule ``duplicate_request``).
+      :class:`~ndcg_spark.errors.InputError`; so does a request with two rows for one group
+      (rule ``duplicate_request``): without intervals one more small job asks at once, with them
+      the query that computes the result fails.
     """
     from ndcg_spark import __version__
 
@@ -122,6 +124,9 @@ def aggregate(
         intervals = bootstrap_intervals(rows, spec, slice_cols, groups)
         out = join_null_safe(out, intervals, (*GROUP_KEYS, "slice_dimension", "slice_value"), "left")
     else:
+        if groups.keys:
+            with shuffles_sized_to(per_request):  # a job of the call's own: few partitions for a small input
+                check_one_row_per_request(rows)  # the bootstrap's pivot checks it as it goes; here, once
         out = out.select("*", *[F.lit(None).cast("double").alias(name) for name in INTERVAL_COLUMNS])
 
     stamp = F.current_timestamp() if created_at is None else F.lit(created_at).cast("timestamp")

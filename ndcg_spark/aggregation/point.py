@@ -24,7 +24,16 @@ from ndcg_spark.frames import collect_sorted
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import roll_up
 
-__all__ = ["Groups", "check_weights_and_ndcg", "means", "point_estimates", "stage2_rows"]
+__all__ = [
+    "DUPLICATE_REQUEST", "Groups", "check_one_row_per_request", "check_weights_and_ndcg", "means", "point_estimates",
+    "stage2_rows",
+]
+
+#: what a per-request table breaks when it holds a request twice for one group (after "request <id>")
+DUPLICATE_REQUEST = (
+    " has more than one row for one run, contract, pool version, system and K "
+    "(rule: duplicate_request); the per-request table holds one row per request x system x K"
+)
 
 #: the fixed-point sums behind the point estimates (each two long columns, see FixedPoint.names)
 _SUMMED = ("ndcg_sum", "weighted_ndcg_sum", "eligible_weight_sum", "weight_sum", "unjudged_sum")
@@ -109,6 +118,23 @@ def check_weights_and_ndcg(rows: DataFrame) -> Groups:
         weight_sum=FixedPoint.for_bound(max_weight),
         uniform_weight=0.0 < min_weight == max_weight,
     )
+
+
+def check_one_row_per_request(rows: DataFrame) -> None:
+    """Raise :class:`~ndcg_spark.errors.InputError` (rule ``duplicate_request``) when some request
+    of :func:`stage2_rows`' ``rows`` has more than one row for one group, naming how many and the
+    smallest. One job, a count per group and request: the bootstrap's pivot to one row per request
+    fails its query on the same rule, so :func:`~ndcg_spark.aggregation.means.aggregate` asks this
+    only when it computes no interval (the point estimates alone would count such a request twice)."""
+    repeated = rows.groupBy(*GROUP_KEYS, "request_id").agg(F.count(F.lit(1)).alias("_rows")).filter(F.col("_rows") > 1)
+    found = repeated.agg(F.count(F.lit(1)).alias("n"),
+                         F.min(F.struct("request_id", "system", "k")).alias("first")).first()
+    if found["n"]:
+        first = found["first"]
+        raise InputError(
+            f"per_request: request {first['request_id']!r} of system {first['system']!r} at k={first['k']}"
+            f"{DUPLICATE_REQUEST} ({found['n']} request(s) with a repeated row, counted per group)"
+        )
 
 
 def _raise_on_bad_rows(rows: DataFrame, stats: list[Row], what: str, bad: Column, rule: str, hint: str) -> None:
