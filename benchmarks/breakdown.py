@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,23 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("contender", choices=[c for c in (*run.CONTENDERS, *run.OPTIONAL) if c != "numpy"])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--skew", type=int, default=0, help="candidates of one extra, huge request")
-    parser.add_argument("--candidates-per-request", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--replicates", type=int, default=100, help="bootstrap replicates of stage 2")
-    parser.add_argument("--shuffle-partitions", type=int, default=None)
-    parser.add_argument("--data-dir", default=str(run.ROOT / "data" / "bench"))
-    parser.add_argument("--out", default=str(run.ROOT / "data" / "bench-out"))
+    run.data_arguments(parser)
     parser.add_argument("--min-seconds", type=float, default=0.1, help="show operator times from this many seconds")
     args = parser.parse_args(argv)
 
     data = run.ensure_data(args, args.rows, args.skew)
     with tempfile.TemporaryDirectory() as tmp:
         result_file, profile_file = Path(tmp) / "result.json", Path(tmp) / "profile.json"
-        cmd = [sys.executable, str(HERE / "contenders.py"), args.contender, "--data", str(data), "--out", args.out,
-               "--result", str(result_file), "--replicates", str(args.replicates), "--profile", str(profile_file)]
-        if args.shuffle_partitions:
-            cmd += ["--shuffle-partitions", str(args.shuffle_partitions)]
-        run._run(cmd, f"contender {args.contender}")
+        cmd = run.contender_command(args, args.contender, data, Path(args.out), result_file)
+        run._run([*cmd, "--profile", str(profile_file)], f"contender {args.contender}")
         result, profile = json.loads(result_file.read_text()), json.loads(profile_file.read_text())
     print(f"{run.LABELS[args.contender]}, {args.rows + args.skew:,} rows: work {result['work_s']:.2f} s "
           f"(JVM CPU {result['work_cpu_s']:.1f} s), Spark start {result['start_s']:.1f} s apart")

@@ -59,6 +59,26 @@ def ensure_data(args: argparse.Namespace, rows: int, skew: int) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def contender_command(args: argparse.Namespace, name: str, data: Path, out: Path, result_file: Path) -> list[str]:
+    """The command that runs contender ``name`` in a fresh process (``benchmarks/contenders.py``)."""
+    cmd = [sys.executable, str(HERE / "contenders.py"), name, "--data", str(data), "--out", str(out),
+           "--result", str(result_file), "--replicates", str(args.replicates)]
+    if args.shuffle_partitions:
+        cmd += ["--shuffle-partitions", str(args.shuffle_partitions)]
+    return cmd
+
+
+def data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the data and the contenders' runs that :func:`ensure_data` and
+    :func:`contender_command` read (``--rows`` and ``--skew`` are each script's own)."""
+    parser.add_argument("--candidates-per-request", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--replicates", type=int, default=100, help="bootstrap replicates of stage 2")
+    parser.add_argument("--shuffle-partitions", type=int, default=None)
+    parser.add_argument("--data-dir", default=str(ROOT / "data" / "bench"))
+    parser.add_argument("--out", default=str(ROOT / "data" / "bench-out"))
+
+
 def run_case(args: argparse.Namespace, rows: int, skew: int) -> dict:
     """Generate (or reuse) the data of one case and run every contender on it."""
     data = ensure_data(args, rows, skew)
@@ -71,10 +91,7 @@ def run_case(args: argparse.Namespace, rows: int, skew: int) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         result_file = out / "result.json"
         result_file.unlink(missing_ok=True)
-        cmd = [sys.executable, str(HERE / "contenders.py"), name, "--data", str(data), "--out", str(out),
-               "--result", str(result_file), "--replicates", str(args.replicates)]
-        if args.shuffle_partitions:
-            cmd += ["--shuffle-partitions", str(args.shuffle_partitions)]
+        cmd = contender_command(args, name, data, out, result_file)
         if args.check:
             cmd.append("--check")
         load_before = _load()
@@ -179,13 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skew", type=int, default=0,
                         help="also run the first size plus one request with this many candidates")
     parser.add_argument("--skew-only", action="store_true", help="run only the skewed case")
-    parser.add_argument("--candidates-per-request", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--replicates", type=int, default=100, help="bootstrap replicates of stage 2")
-    parser.add_argument("--shuffle-partitions", type=int, default=None)
+    data_arguments(parser)
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
-    parser.add_argument("--data-dir", default=str(ROOT / "data" / "bench"))
-    parser.add_argument("--out", default=str(ROOT / "data" / "bench-out"))
     parser.add_argument("--check", action="store_true", help="also compare binary NDCG@10 (untimed)")
     parser.add_argument("--json", default=None, help="write every figure to this file")
     args = parser.parse_args(argv)

@@ -29,6 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 TOL = 1e-9
 
 
+def _benchmark_module(name: str):
+    """A module of benchmarks/ (not a package), imported from there."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
 @pytest.mark.slow
 def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     pytest.importorskip("numpy")
@@ -76,26 +85,12 @@ def test_the_floor_contender_computes_the_evaluators_number(spark):
 
     from ndcg_spark import Contract, score_requests
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import contenders
-        import datagen
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    contenders, datagen = _benchmark_module("contenders"), _benchmark_module("datagen")
     candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
     binary = Contract(k=[contenders.K], gain={"table": contenders.BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
     expected = score_requests(candidates, contract=binary).agg(F.avg("ndcg"), F.min("ndcg")).first()
     assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
     assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
-
-
-
-def _benchmark_module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def test_the_ui_metric_texts_are_read_as_totals_and_seconds():

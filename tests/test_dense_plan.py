@@ -320,13 +320,13 @@ def test_a_path_read_again_after_its_files_were_rewritten_is_scored_from_them(sp
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "candidates"
-    lists = {"q1": 3, "q2": 2}  # candidates per request, at positions 1..n (dense: the plan serves them)
 
     def rewrite(grades: dict[str, list[float]]) -> None:  # outside Spark, as the nightly job on the cluster
         path.mkdir(exist_ok=True)
         for old in path.glob("*.parquet"):
             old.unlink()
-        rows = [(q, f"d{i}", i + 1, g) for q in lists for i, g in enumerate(grades[q])]
+        # each request's candidates at positions 1..n: dense, so the plan serves them
+        rows = [(q, f"d{i}", i + 1, g) for q, listed in grades.items() for i, g in enumerate(listed)]
         pq.write_table(pa.table({name: list(values) for name, values in
                                  zip(("request_id", "doc_id", "position", "grade"), zip(*rows))}),
                        path / "part-0.parquet")
