@@ -13,6 +13,8 @@ used to check that the contenders computed the same thing.
                 request's candidates collected into an array and sorted.
 ``floor``       (not run by default) the least Spark work for ``evaluator``'s number on this
                 data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
+``floor_job``   (not run by default) the least Spark work for ``ndcg_spark``'s outputs on this
+                data: both stages with one unchecked aggregate each (``benchmarks/floor_job.py``).
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
                 relevant doc ids, both as ``array<double>``.
@@ -108,72 +110,84 @@ def run_ndcg_spark_collecting(args: argparse.Namespace) -> dict:
     return run_ndcg_spark(args, dense_plan=False)
 
 
-def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
+def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
+    """Time ``work(spark, prepared)`` in a fresh session (``prepared``: what ``ready(spark)`` gave,
+    untimed): Spark start apart from the work, the JVM's CPU seconds and peak memory. ``work``
+    returns the result's fields, with ``stage1_end`` (a ``perf_counter`` reading) when it has two
+    stages; ``after(spark)`` adds fields, untimed."""
     started = time.perf_counter()
     spark = _session(args.shuffle_partitions, dict(args.conf))
     jvm = _JvmPeak(spark)
     start_s = time.perf_counter() - started
-
-    from pyspark.sql import functions as F
-
-    from ndcg_spark import AggregateSpec, Attributes, Contract, aggregate, score_requests
-
-    data, out = Path(args.data), Path(args.out)
-    attributes = Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
-
+    prepared = ready(spark) if ready else None
     before, work_started = _counters(spark, args), time.time()
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
-    candidates = spark.read.parquet(str(data / "candidates"))
-    per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
-                                 pool_version="bench", attributes=attributes, dense_plan=dense_plan,
-                                 validate=False)  # the metric alone, as the other contenders (no input checks)
-    per_request.write.mode("overwrite").parquet(str(out / "per_request"))
-    t1 = time.perf_counter()
-    spec = AggregateSpec(slices=SLICES, replicates=args.replicates, min_eligible=30)
-    aggregates = aggregate(spark.read.parquet(str(out / "per_request")), spec)
-    aggregates.write.mode("overwrite").parquet(str(out / "aggregates"))
-    t2, cpu2 = time.perf_counter(), jvm.cpu_s()
-
-    written = spark.read.parquet(str(out / "aggregates"))
-    overall = written.filter((F.col("slice_dimension") == "overall") & (F.col("k") == K)).first()
-    result = {
-        "start_s": start_s,
-        "work_s": t2 - t0,
-        "stage1_s": t1 - t0,
-        "stage2_s": t2 - t1,
-        "work_cpu_s": cpu2 - cpu0,
-        "ndcg10_mean": overall["macro_ndcg"],
-        "n_requests": overall["n_requests"],
-        "n_empty_ideal": overall["n_empty_ideal"],
-        "aggregate_rows": written.count(),
-        "replicates": args.replicates,
-    }
-    if args.check:
-        binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
-        scored = score_requests(spark.read.parquet(str(data / "candidates")), contract=binary)
-        result["binary_ndcg10_mean"] = scored.agg(F.avg("ndcg")).first()[0]
+    fields = work(spark, prepared)
+    t1, cpu1 = time.perf_counter(), jvm.cpu_s()
+    result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0}
+    stage1_end = fields.pop("stage1_end", None)
+    if stage1_end is not None:
+        result.update(stage1_s=stage1_end - t0, stage2_s=t1 - stage1_end)
+    result.update(fields)
+    if after:
+        result.update(after(spark))
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
     _stop(spark, args, work_started, before)
     return result
+
+
+def _overall(spark, aggregates: Path, replicates: int) -> dict:
+    """The written aggregates' overall NDCG@10 row: its macro mean and counts, and how many rows."""
+    from pyspark.sql import functions as F
+
+    written = spark.read.parquet(str(aggregates))
+    overall = written.filter((F.col("slice_dimension") == "overall") & (F.col("k") == K)).first()
+    return {"ndcg10_mean": overall["macro_ndcg"], "n_requests": overall["n_requests"],
+            "n_empty_ideal": overall["n_empty_ideal"], "aggregate_rows": written.count(), "replicates": replicates}
+
+
+def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
+    data, out = Path(args.data), Path(args.out)
+
+    def ready(spark):
+        from ndcg_spark import Attributes
+
+        return Attributes(table=spark.read.parquet(str(data / "attributes")), weight="weight", slices=SLICES)
+
+    def work(spark, attributes) -> dict:
+        from ndcg_spark import AggregateSpec, Contract, aggregate, score_requests
+
+        candidates = spark.read.parquet(str(data / "candidates"))
+        per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
+                                     pool_version="bench", attributes=attributes, dense_plan=dense_plan,
+                                     validate=False)  # the metric alone, as the other contenders (no input checks)
+        per_request.write.mode("overwrite").parquet(str(out / "per_request"))
+        stage1_end = time.perf_counter()
+        spec = AggregateSpec(slices=SLICES, replicates=args.replicates, min_eligible=30)
+        aggregates = aggregate(spark.read.parquet(str(out / "per_request")), spec)
+        aggregates.write.mode("overwrite").parquet(str(out / "aggregates"))
+        return {"stage1_end": stage1_end}
+
+    def after(spark) -> dict:
+        fields = _overall(spark, out / "aggregates", args.replicates)
+        if args.check:
+            from pyspark.sql import functions as F
+
+            from ndcg_spark import Contract, score_requests
+
+            binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+            scored = score_requests(spark.read.parquet(str(data / "candidates")), contract=binary)
+            fields["binary_ndcg10_mean"] = scored.agg(F.avg("ndcg")).first()[0]
+        return fields
+
+    return _timed(args, work, ready, after)
 
 
 def _one_mean(args: argparse.Namespace, mean_of) -> dict:
-    """Time ``mean_of(spark, candidates)`` (one binary NDCG@10 mean) in a fresh session: Spark
-    start apart from the work, the JVM's CPU seconds and peak memory."""
-    started = time.perf_counter()
-    spark = _session(args.shuffle_partitions, dict(args.conf))
-    jvm = _JvmPeak(spark)
-    start_s = time.perf_counter() - started
-    before, work_started = _counters(spark, args), time.time()
-    t0, cpu0 = time.perf_counter(), jvm.cpu_s()
-    value = mean_of(spark, spark.read.parquet(str(Path(args.data) / "candidates")))
-    t1, cpu1 = time.perf_counter(), jvm.cpu_s()
-    result = {"start_s": start_s, "work_s": t1 - t0, "work_cpu_s": cpu1 - cpu0, "binary_ndcg10_mean": value}
-    result["peak_jvm_mib"] = jvm.mib()
-    result["peak_python_mib"] = _rss_mib()
-    _stop(spark, args, work_started, before)
-    return result
+    """Time ``mean_of(spark, candidates)`` (one binary NDCG@10 mean) in a fresh session."""
+    return _timed(args, lambda spark, _: {
+        "binary_ndcg10_mean": mean_of(spark, spark.read.parquet(str(Path(args.data) / "candidates")))})
 
 
 def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
@@ -210,6 +224,22 @@ def floor_ndcg10_mean(candidates) -> float:
     )
     ndcg = F.when(F.col("n_relevant") > 0, F.col("dcg") / F.element_at(ideal, F.col("n_relevant").cast("int") + 1))
     return per_request.agg(F.avg(F.coalesce(ndcg, F.lit(0.0)))).first()[0]
+
+
+def run_floor_job(args: argparse.Namespace) -> dict:
+    """(g) The floor under (a): ``benchmarks/floor_job.py``'s two stages, timed like (a)."""
+    import floor_job
+
+    data, out = Path(args.data), Path(args.out)
+
+    def ready(spark):
+        return spark.read.parquet(str(data / "attributes"))
+
+    def work(spark, attributes) -> dict:
+        return {"stage1_end": floor_job.run(spark.read.parquet(str(data / "candidates")), attributes, out,
+                                            args.replicates)}
+
+    return _timed(args, work, ready, lambda spark: _overall(spark, out / "floor_aggregates", args.replicates))
 
 
 def run_floor(args: argparse.Namespace) -> dict:
@@ -332,7 +362,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
-              "floor": run_floor, "evaluator": run_evaluator, "numpy": run_numpy}
+              "floor": run_floor, "floor_job": run_floor_job, "evaluator": run_evaluator, "numpy": run_numpy}
 
 
 def main(argv: list[str] | None = None) -> int:

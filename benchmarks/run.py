@@ -28,11 +28,13 @@ ROOT = HERE.parent
 CONTENDERS = ("ndcg_spark", "evaluator", "numpy")
 #: run only when named in --contenders: (a) with the dense-position plan off; (e) RankingEvaluator's
 #: own number (binary gain, K = 10, one mean) through score_requests; (f) the floor under (e): that
-#: number from one read and one unchecked hash aggregate
-OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number", "floor")
+#: number from one read and one unchecked hash aggregate; (g) the floor under (a): its outputs from one
+#: unchecked aggregate per stage (benchmarks/floor_job.py)
+OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number", "floor", "floor_job")
 LABELS = {"ndcg_spark": "(a) ndcg-spark stage 1+2", "ndcg_spark_collecting": "(a') (a), collecting plan",
           "ndcg_spark_evaluator_number": "(e) score_requests, (b)'s number",
           "floor": "(f) floor: one hash aggregate",
+          "floor_job": "(g) floor under (a)",
           "evaluator": "(b) RankingEvaluator", "numpy": "(c) numpy"}
 AGREEMENT_TOL = 1e-9
 
@@ -122,6 +124,11 @@ def ratios(case: dict) -> dict:
     for name, key in (("ndcg_spark_evaluator_number", "e/f"), ("evaluator", "b/f")):
         if name in r and "floor" in r:
             out[key] = r[name]["work_s"] / r["floor"]["work_s"]
+    if "floor_job" in r:
+        for name, key in (("evaluator", "g/b"), ("ndcg_spark", "a/g")):
+            if name in r:
+                out[key] = (r["floor_job"]["work_s"] / r[name]["work_s"] if key == "g/b"
+                            else r[name]["work_s"] / r["floor_job"]["work_s"])
     if "ndcg_spark" in r:
         a = r["ndcg_spark"]
         for other, key in (("evaluator", "a/b"), ("numpy", "a/c")):
@@ -143,6 +150,8 @@ def agreement(case: dict) -> dict:
         out["binary_max_diff"] = max(binary.values()) - min(binary.values())
     if "ndcg_spark" in r and "numpy" in r:
         out["ndcg10_mean_diff"] = abs(r["ndcg_spark"]["ndcg10_mean"] - r["numpy"]["ndcg10_mean"])
+    if "ndcg_spark" in r and "floor_job" in r:
+        out["floor_job_ndcg10_mean_diff"] = abs(r["ndcg_spark"]["ndcg10_mean"] - r["floor_job"]["ndcg10_mean"])
     return out
 
 
@@ -186,6 +195,11 @@ def report(cases: list[dict]) -> str:
         if "b/f" in q or "e/f" in q:
             lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor (f) "
                          + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/f", "b/f") if key in q))
+        if "g/b" in q or "a/g" in q:
+            g = case["results"]["floor_job"]
+            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor under (a) (g: stage 1 "
+                         f"{g['stage1_s']:.1f} s, stage 2 {g['stage2_s']:.1f} s) "
+                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("g/b", "a/g") if key in q))
     return "\n".join(lines)
 
 
@@ -237,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"machine": machine, "cases": cases}, indent=2, sort_keys=True))
     if args.check:
         bad = [c for c in cases if c["agreement"].get("binary_max_diff", 0.0) > AGREEMENT_TOL
-               or c["agreement"].get("ndcg10_mean_diff", 0.0) > AGREEMENT_TOL]
+               or c["agreement"].get("ndcg10_mean_diff", 0.0) > AGREEMENT_TOL
+               or c["agreement"].get("floor_job_ndcg10_mean_diff", 0.0) > AGREEMENT_TOL]
         if bad:
             print("benchmark: the contenders disagree on NDCG@10", file=sys.stderr)
             return 1

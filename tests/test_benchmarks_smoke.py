@@ -45,7 +45,7 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     result_file = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--rows", "20000", "--check", "--replicates", "20",
-         "--shuffle-partitions", "2", "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy",
+         "--shuffle-partitions", "2", "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy,floor_job",
          "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--json", str(result_file)],
         cwd=ROOT, capture_output=True, text=True, timeout=1800,
         env={**os.environ, "PYSPARK_SUBMIT_ARGS": faults.CHILD_DRIVER_SUBMIT_ARGS},  # a smoke: no figure is kept
@@ -56,14 +56,16 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     (case,) = json.loads(result_file.read_text())["cases"]
     assert case["rows"] == 20000 and case["requests"] == 1000
     results = case["results"]
-    assert set(results) == {"ndcg_spark", "ndcg_spark_evaluator_number", "evaluator", "numpy"}
+    assert set(results) == {"ndcg_spark", "ndcg_spark_evaluator_number", "evaluator", "numpy", "floor_job"}
     for name, res in results.items():
         assert res["work_s"] > 0, name
         assert res["peak_python_mib"] > 0, name
     assert results["ndcg_spark"]["peak_jvm_mib"] > 0 and results["evaluator"]["peak_jvm_mib"] > 0
     assert "e/b" in proc.stdout  # (b)'s number through score_requests, and its ratio
+    assert "g/b" in proc.stdout and "a/g" in proc.stdout  # the floor under (a), and the ratios to it
+    assert case["agreement"]["floor_job_ndcg10_mean_diff"] <= TOL
 
-    binary = {name: res["binary_ndcg10_mean"] for name, res in results.items()}
+    binary = {name: res["binary_ndcg10_mean"] for name, res in results.items() if name != "floor_job"}
     assert 0.0 < binary["evaluator"] < 1.0
     assert binary["ndcg_spark"] == pytest.approx(binary["evaluator"], abs=TOL)
     assert binary["numpy"] == pytest.approx(binary["evaluator"], abs=TOL)
@@ -91,6 +93,52 @@ def test_the_floor_contender_computes_the_evaluators_number(spark):
     expected = score_requests(candidates, contract=binary).agg(F.avg("ndcg"), F.min("ndcg")).first()
     assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
     assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
+
+
+@pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not
+def test_the_floor_under_the_whole_job_writes_what_the_job_writes(spark):
+    """benchmarks/floor_job.py, the floor under (a): its per-request table holds (a)'s rows (the same
+    columns; each request and K's DCG, IDCG and NDCG to rounding, its counts, weight and slices
+    exactly), and its aggregates (a)'s counts and means; only the bootstrap's draws differ, so its
+    intervals are only checked to hold their means. Against ndcg-spark under (a)'s contract."""
+    pytest.importorskip("numpy")
+    pytest.importorskip("pyarrow")
+    from ndcg_spark import AggregateSpec, Attributes, Contract, aggregate, score_requests
+
+    floor_job, datagen = _benchmark_module("floor_job"), _benchmark_module("datagen")
+    candidates, attributes = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
+    floor_rows = floor_job.floor_per_request(candidates, attributes)
+    job_rows = score_requests(candidates, contract=Contract(k=list(floor_job.KS)), run_id="bench", system="bench",
+                              pool_version="bench", validate=False,
+                              attributes=Attributes(table=attributes, weight="weight", slices=floor_job.SLICES))
+    assert floor_rows.columns == job_rows.columns
+    ours = {(r["request_id"], r["k"]): r for r in floor_rows.collect()}
+    theirs = {(r["request_id"], r["k"]): r for r in job_rows.collect()}
+    assert ours.keys() == theirs.keys() and len(ours) == 300 * 4
+    exact = ("empty_ideal", "n_candidates", "n_judged", "n_positive", "n_unjudged_in_top_k", "weight",
+             *floor_job.SLICES)
+    for key, row in theirs.items():
+        assert all(ours[key][c] == row[c] for c in exact), key
+        for c in ("dcg", "idcg", "ndcg"):  # ndcg: null for an empty ideal (empty_ideal: exclude)
+            if row[c] is None:
+                assert ours[key][c] is None, (key, c)
+            else:
+                assert ours[key][c] == pytest.approx(row[c], abs=1e-12), (key, c)
+    assert any(r["empty_ideal"] for r in theirs.values()) and any(r["n_unjudged_in_top_k"] for r in theirs.values())
+
+    rows = floor_job.floor_aggregates(floor_job.arrow_of(floor_job.floor_group_sums(floor_rows)), replicates=50)
+    names = [field.split()[0] for field in floor_job.AGGREGATE_SCHEMA.split(", ")]
+    ours = {(r["k"], r["slice_dimension"], r["slice_value"]): r for r in (dict(zip(names, row)) for row in rows)}
+    spec = AggregateSpec(slices=floor_job.SLICES, replicates=0, min_eligible=1)
+    theirs = {(r["k"], r["slice_dimension"], r["slice_value"]): r for r in aggregate(job_rows, spec).collect()}
+    assert ours.keys() == theirs.keys() and len(ours) == 4 * (1 + 3 + 4 + 3)
+    for key, row in theirs.items():
+        assert [ours[key][c] for c in ("n_requests", "n_eligible", "n_empty_ideal")] == \
+            [row[c] for c in ("n_requests", "n_eligible", "n_empty_ideal")], key
+        for c in ("macro_ndcg", "weighted_ndcg", "unjudged_share"):
+            assert ours[key][c] == pytest.approx(row[c], abs=1e-12), (key, c)
+        assert ours[key]["macro_ci_low"] <= ours[key]["macro_ndcg"] <= ours[key]["macro_ci_high"], key
+        assert ours[key]["weighted_ci_low"] <= ours[key]["weighted_ndcg"] <= ours[key]["weighted_ci_high"], key
 
 
 def test_the_ui_metric_texts_are_read_as_totals_and_seconds():
