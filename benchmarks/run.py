@@ -9,8 +9,10 @@ work), rows per second, peak memory and the ratios of ndcg-spark's work time to 
 
 ``--skew N`` adds a case: the first size plus one request with N candidates. ``--check`` also
 computes, outside the timed part, the binary-relevance NDCG@10 each contender gives (the
-definition RankingEvaluator uses) and reports whether the three agree. ``--json FILE`` keeps every
-figure. See docs/benchmarks.md for what is measured and the figures of the last run.
+definition RankingEvaluator uses) and reports whether the three agree. ``--rounds N`` runs the
+contenders N times in turn and reports each ratio's median over the rounds (each taken within one
+round) with its lowest and highest. ``--json FILE`` keeps every figure. See docs/benchmarks.md for
+what is measured and the figures of the last run.
 """
 
 from __future__ import annotations
@@ -82,31 +84,60 @@ def data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_case(args: argparse.Namespace, rows: int, skew: int) -> dict:
-    """Generate (or reuse) the data of one case and run every contender on it."""
+    """Generate (or reuse) the data of one case and run every contender on it, ``args.rounds``
+    times in turn (a, b, ..., a, b, ...): ``rounds`` keeps each round's results, ``results`` the
+    median round of each contender (by work seconds)."""
     data = ensure_data(args, rows, skew)
     spec = json.loads((data / "spec.json").read_text())
     total_rows = spec["requests"] * spec["candidates_per_request"] + spec["skew"]
     case = {"rows": total_rows, "requests": spec["requests"] + (1 if spec["skew"] else 0), "skew": spec["skew"],
-            "data": str(data), "results": {}}
-    for name in args.contenders:
-        out = Path(args.out) / data.name / name
-        out.mkdir(parents=True, exist_ok=True)
-        result_file = out / "result.json"
-        result_file.unlink(missing_ok=True)
-        cmd = contender_command(args, name, data, out, result_file)
-        if args.check:
-            cmd.append("--check")
-        load_before = _load()
-        started = time.perf_counter()
-        _run(cmd, f"{name} at {total_rows} rows")
-        result = json.loads(result_file.read_text())
-        result["process_s"] = time.perf_counter() - started
-        result["load_before"], result["load_after"] = load_before, _load()
-        result["rows_per_s"] = total_rows / result["work_s"] if result["work_s"] else None
-        case["results"][name] = result
-        print(f"  {LABELS[name]:<26} {total_rows:>11,} rows  start {result['start_s']:6.1f} s  work "
-              f"{result['work_s']:7.1f} s  (load {load_before})", flush=True)
+            "data": str(data), "rounds": []}
+    for round_ in range(args.rounds):
+        results = {}
+        for name in args.contenders:
+            results[name] = _run_contender(args, name, data, total_rows)
+            print(f"  {LABELS[name]:<26} {total_rows:>11,} rows  start {results[name]['start_s']:6.1f} s  work "
+                  f"{results[name]['work_s']:7.1f} s  (load {results[name]['load_before']})"
+                  + (f"  round {round_ + 1}" if args.rounds > 1 else ""), flush=True)
+        case["rounds"].append(results)
+    case["results"] = {name: _median_round([r[name] for r in case["rounds"]]) for name in args.contenders}
     return case
+
+
+def _run_contender(args: argparse.Namespace, name: str, data: Path, total_rows: int) -> dict:
+    """One run of contender ``name`` in a fresh process: its result, with the process's wall
+    seconds and the load before and after."""
+    out = Path(args.out) / data.name / name
+    out.mkdir(parents=True, exist_ok=True)
+    result_file = out / "result.json"
+    result_file.unlink(missing_ok=True)
+    cmd = contender_command(args, name, data, out, result_file)
+    if args.check:
+        cmd.append("--check")
+    load_before = _load()
+    started = time.perf_counter()
+    _run(cmd, f"{name} at {total_rows} rows")
+    result = json.loads(result_file.read_text())
+    result["process_s"] = time.perf_counter() - started
+    result["load_before"], result["load_after"] = load_before, _load()
+    result["rows_per_s"] = total_rows / result["work_s"] if result["work_s"] else None
+    return result
+
+
+def _median_round(results: list[dict]) -> dict:
+    """The result of the median work time (the lower of the two middle ones for an even count)."""
+    return sorted(results, key=lambda r: r["work_s"])[(len(results) - 1) // 2]
+
+
+def round_ratios(case: dict) -> dict:
+    """Each ratio of :func:`ratios` in every round of ``case``: its median (the ratios of one
+    round are of contenders run back to back) and its lowest and highest."""
+    per_round = [ratios({"results": results}) for results in case["rounds"]]
+    out = {}
+    for key in per_round[0]:
+        values = sorted(r[key] for r in per_round)
+        out[key] = {"median": values[(len(values) - 1) // 2], "low": values[0], "high": values[-1]}
+    return out
 
 
 def ratios(case: dict) -> dict:
@@ -213,9 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     data_arguments(parser)
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--check", action="store_true", help="also compare binary NDCG@10 (untimed)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the contenders this many times in turn; report each one's median round and the "
+                             "spread of each ratio over the rounds")
     parser.add_argument("--json", default=None, help="write every figure to this file")
     args = parser.parse_args(argv)
     args.contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
     unknown = set(args.contenders) - set(CONTENDERS) - set(OPTIONAL)
     if unknown:
         parser.error(f"unknown contender(s): {', '.join(sorted(unknown))}")
@@ -233,7 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"case: {rows:,} rows" + (f" + one request of {skew:,} candidates" if skew else ""), flush=True)
         case = run_case(args, rows, skew)
         case["ratios"] = ratios(case)
-        case["agreement"] = agreement(case)
+        if args.rounds > 1:  # each ratio within a round, its median over the rounds
+            case["round_ratios"] = round_ratios(case)
+            case["ratios"] = {key: v["median"] for key, v in case["round_ratios"].items()}
+        # the worst disagreement of any round
+        checks = [agreement({"results": results}) for results in case["rounds"]]
+        case["agreement"] = max(checks, key=lambda a: max((v for k, v in a.items() if k.endswith("_diff")), default=0.0))
         cases.append(case)
         if args.check:
             print(f"  agreement: {case['agreement']}", flush=True)
@@ -241,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.json).write_text(json.dumps({"machine": machine, "cases": cases}, indent=2, sort_keys=True))
     print()
     print(report(cases))
+    for case in cases:
+        if "round_ratios" in case:
+            spread = ", ".join(f"{key} {v['median']:.2f} ({v['low']:.2f}–{v['high']:.2f})"
+                               for key, v in case["round_ratios"].items() if "incl. start" not in key)
+            print(f"{case['rows']:,}{' skew' if case['skew'] else ''} over {len(case['rounds'])} rounds, median "
+                  f"(lowest–highest): {spread}")
     if len(sizes) > 1 and "ndcg_spark" in args.contenders:
         by_rows = {c["rows"]: c["results"]["ndcg_spark"]["work_s"] for c in cases if not c["skew"]}
         steps = sorted(by_rows)

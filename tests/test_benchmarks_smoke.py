@@ -141,6 +141,27 @@ def test_the_floor_under_the_whole_job_writes_what_the_job_writes(spark):
         assert ours[key]["weighted_ci_low"] <= ours[key]["weighted_ndcg"] <= ours[key]["weighted_ci_high"], key
 
 
+def test_rounds_take_each_ratio_within_a_round_and_report_its_median_and_spread():
+    """benchmarks/run.py --rounds N: a ratio is taken between contenders of the same round (run
+    back to back), then its median and range over the rounds are reported; each contender's own
+    figures are its median round. Here the machine slows down between rounds: the ratio within a
+    round stays 0.5 while the ratio of the two contenders' median times would be 0.4."""
+    run = _benchmark_module("run")
+
+    def result(work_s: float) -> dict:
+        return {"work_s": work_s, "start_s": 5.0}
+
+    case = {"rounds": [{"ndcg_spark_evaluator_number": result(e), "evaluator": result(b)}
+                       for e, b in ((5.0, 10.0), (8.0, 16.0), (12.0, 20.0))]}
+    spread = run.round_ratios(case)
+    assert spread["e/b"] == {"median": 0.5, "low": 0.5, "high": 0.6}
+    medians = {name: run._median_round([r[name] for r in case["rounds"]]) for name in ("evaluator",)}
+    assert medians["evaluator"]["work_s"] == 16.0
+    assert run._median_round([result(3.0), result(1.0)])["work_s"] == 1.0  # even count: the lower middle
+    assert run.ratios({"results": {"ndcg_spark_evaluator_number": result(8.0), "evaluator": result(20.0)}})["e/b"] \
+        == 0.4  # what mixing rounds would give
+
+
 def test_the_ui_metric_texts_are_read_as_totals_and_seconds():
     """benchmarks/sparkui.py reads Spark's UI metrics: a summed metric is shown as a header line,
     then the total and its spread; a single task's as the value alone."""
