@@ -36,9 +36,11 @@ import sys
 import time
 from pathlib import Path
 
+import sparkui  # benchmarks/ is not a package: these are run from there
+from datagen import SLICES
+
 K = 10
 KS = (1, 3, 5, 10)
-SLICES = ("equipment_rarity", "doc_age_bucket", "permission_group")
 #: RankingEvaluator's relevance: any positive grade is relevant (the data's grades are 0..3).
 BINARY_GAIN = {0: 0.0, 1: 1.0, 2: 1.0, 3: 1.0}
 
@@ -76,25 +78,6 @@ class _JvmPeak:
         return None
 
 
-def _stop(spark, args: argparse.Namespace, work_started: float, before: dict | None) -> None:
-    """Stop the session; first, with ``--profile FILE``, write where the work's time went there
-    (``benchmarks/sparkui.py``: jobs, operators, JIT; ``before``: the JVM counters at its start)."""
-    if args.profile:
-        import sparkui
-
-        Path(args.profile).write_text(json.dumps(sparkui.collect(spark, work_started, before)))
-    spark.stop()
-
-
-def _counters(spark, args: argparse.Namespace) -> dict | None:
-    """The JVM counters at the work's start when profiling."""
-    if not args.profile:
-        return None
-    import sparkui
-
-    return sparkui.jvm_counters(spark)
-
-
 def _session(shuffle_partitions: int | None, conf: dict[str, str]):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from ndcg_spark.job.session import build_session
@@ -120,7 +103,8 @@ def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
     jvm = _JvmPeak(spark)
     start_s = time.perf_counter() - started
     prepared = ready(spark) if ready else None
-    before, work_started = _counters(spark, args), time.time()
+    # with --profile, where the work's time went: the JVM's counters at its start, Spark's UI after it
+    before, work_started = sparkui.jvm_counters(spark) if args.profile else None, time.time()
     t0, cpu0 = time.perf_counter(), jvm.cpu_s()
     fields = work(spark, prepared)
     t1, cpu1 = time.perf_counter(), jvm.cpu_s()
@@ -133,7 +117,9 @@ def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
         result.update(after(spark))
     result["peak_jvm_mib"] = jvm.mib()
     result["peak_python_mib"] = _rss_mib()
-    _stop(spark, args, work_started, before)
+    if args.profile:
+        Path(args.profile).write_text(json.dumps(sparkui.collect(spark, work_started, before)))
+    spark.stop()
     return result
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-KS = (1, 3, 5, 10)
-SLICES = ("equipment_rarity", "doc_age_bucket", "permission_group")
+from contenders import KS  # (a)'s K
+from datagen import SLICES  # the generated attributes' slice columns
+
 #: random groups per slice cell, as (a)'s AggregateSpec default
 BUCKETS = 1024
 #: the generated data's grades are whole numbers 0..3 (benchmarks/datagen.py)

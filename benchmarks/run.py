@@ -269,10 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     for rows, skew in plan:
         print(f"case: {rows:,} rows" + (f" + one request of {skew:,} candidates" if skew else ""), flush=True)
         case = run_case(args, rows, skew)
-        case["ratios"] = ratios(case)
-        if args.rounds > 1:  # each ratio within a round, its median over the rounds
-            case["round_ratios"] = round_ratios(case)
-            case["ratios"] = {key: v["median"] for key, v in case["round_ratios"].items()}
+        # each ratio within a round, its median over the rounds (with one round: that round's)
+        case["round_ratios"] = round_ratios(case)
+        case["ratios"] = {key: v["median"] for key, v in case["round_ratios"].items()}
         # the worst disagreement of any round
         checks = [agreement({"results": results}) for results in case["rounds"]]
         case["agreement"] = max(checks, key=lambda a: max((v for k, v in a.items() if k.endswith("_diff")), default=0.0))
@@ -284,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(cases))
     for case in cases:
-        if "round_ratios" in case:
+        if len(case["rounds"]) > 1:
             spread = ", ".join(f"{key} {v['median']:.2f} ({v['low']:.2f}–{v['high']:.2f})"
                                for key, v in case["round_ratios"].items() if "incl. start" not in key)
             print(f"{case['rows']:,}{' skew' if case['skew'] else ''} over {len(case['rounds'])} rounds, median "

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
 
 from ndcg_spark.compat import coalesces_cached_plans_safely
 from ndcg_spark.job.session import default_parallelism, is_connect
@@ -40,11 +42,18 @@ def persist_coalesced(df: DataFrame) -> DataFrame:
     then runs a few tasks instead of ``spark.sql.shuffle.partitions`` nearly empty ones: on the
     sample, a groupBy over the cached per-request rows 6.4 s -> 0.3 s (docs/benchmarks-history.md).
     On Spark 3.5 the session's setting stays as it is
-    (:func:`~ndcg_spark.compat.coalesces_cached_plans_safely`)."""
+    (:func:`~ndcg_spark.compat.coalesces_cached_plans_safely`).
+
+    The cached plan is this call's own: Spark answers any equal plan from a cache and knows nothing
+    of the files under it, so a later call over a path read again after its files were rewritten
+    would be answered with this call's rows. A filter that is always true and names a token of the
+    call's own makes the plan unlike any other (the optimizer folds it away: it costs no row)."""
+    token = F.lit(uuid.uuid4().hex)
+    own = df.where(token == token)
     if not coalesces_cached_plans_safely(df.sparkSession):
-        return df.persist(StorageLevel.MEMORY_AND_DISK)
+        return own.persist(StorageLevel.MEMORY_AND_DISK)
     with session_setting(df.sparkSession, CACHED_PLAN_PARTITIONING, "true"):
-        return df.persist(StorageLevel.MEMORY_AND_DISK)
+        return own.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 @contextlib.contextmanager

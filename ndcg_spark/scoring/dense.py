@@ -31,7 +31,6 @@ comes from the candidates, max K is at most 32, and the gains take at most
 from __future__ import annotations
 
 import math
-import uuid
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -229,11 +228,7 @@ def score_dense_requests(
     (:func:`ndcg_spark.scoring.inputs.literal_keys`) are the same on every row: they are not
     grouped on, and put back after."""
     varying = tuple(k for k in REQUEST_KEYS if k not in literal)
-    # a token of this call's own makes its plan unlike any other call's (Spark's cache matches
-    # equal plans and knows nothing of the files under them)
-    summed = persist_coalesced(
-        aggregate_dense(rows, contract, varying, levels).withColumn("_call", F.lit(uuid.uuid4().hex))
-    )
+    summed = persist_coalesced(aggregate_dense(rows, contract, varying, levels))  # this call's own cache
     # one job computes the cached aggregation and counts what it does not serve (a count, not a
     # limited collect: a limit would scan the cached partitions in growing rounds, a job each)
     unserved = summed.filter(~F.col("_served")).select(*varying)
