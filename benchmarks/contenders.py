@@ -15,6 +15,9 @@ used to check that the contenders computed the same thing.
                 data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
 ``floor_job``   (not run by default) the least Spark work for ``ndcg_spark``'s outputs on this
                 data: both stages with one unchecked aggregate each (``benchmarks/floor_job.py``).
+``floor_table`` (not run by default) the least Spark work for ``evaluator``'s number as a
+                per-request table exact for every request: one lazy plan, checked per request
+                (``benchmarks/floor_table.py``).
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
                 relevant doc ids, both as ``array<double>``.
@@ -160,10 +163,9 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
         if args.check:
             from pyspark.sql import functions as F
 
-            from ndcg_spark import Contract, score_requests
+            from ndcg_spark import score_requests
 
-            binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
-            scored = score_requests(spark.read.parquet(str(data / "candidates")), contract=binary)
+            scored = score_requests(spark.read.parquet(str(data / "candidates")), contract=binary_contract())
             fields["binary_ndcg10_mean"] = scored.agg(F.avg("ndcg")).first()[0]
         return fields
 
@@ -176,17 +178,36 @@ def _one_mean(args: argparse.Namespace, mean_of) -> dict:
         "binary_ndcg10_mean": mean_of(spark, spark.read.parquet(str(Path(args.data) / "candidates")))})
 
 
+def binary_contract():
+    """RankingEvaluator's NDCG as a contract: binary gain table, K = 10, unjudged 0, empty ideal 0."""
+    from ndcg_spark import Contract
+
+    return Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
+
+
 def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
-    """(e) RankingEvaluator's own number through ``score_requests``: binary gain table, K = 10,
-    unjudged 0, empty ideal 0, the mean over every request -- like for like with (b)."""
+    """(e) RankingEvaluator's own number through ``score_requests`` (:func:`binary_contract`), the
+    mean over every request -- like for like with (b)."""
 
     def mean_of(spark, candidates):
         from pyspark.sql import functions as F
 
-        from ndcg_spark import Contract, score_requests
+        from ndcg_spark import score_requests
 
-        binary = Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
-        return score_requests(candidates, contract=binary, validate=False).agg(F.avg("ndcg")).first()[0]
+        return score_requests(candidates, contract=binary_contract(), validate=False).agg(F.avg("ndcg")).first()[0]
+
+    return _one_mean(args, mean_of)
+
+
+def run_floor_table(args: argparse.Namespace) -> dict:
+    """(h) The floor under (e) as a table: ``benchmarks/floor_table.py``'s rows averaged, timed like (e)."""
+
+    def mean_of(spark, candidates):
+        from pyspark.sql import functions as F
+
+        from floor_table import floor_table
+
+        return floor_table(candidates, binary_contract()).agg(F.avg("ndcg")).first()[0]
 
     return _one_mean(args, mean_of)
 
@@ -348,7 +369,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
-              "floor": run_floor, "floor_job": run_floor_job, "evaluator": run_evaluator, "numpy": run_numpy}
+              "floor": run_floor, "floor_job": run_floor_job, "floor_table": run_floor_table, "evaluator": run_evaluator, "numpy": run_numpy}
 
 
 def main(argv: list[str] | None = None) -> int:

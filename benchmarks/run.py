@@ -31,12 +31,14 @@ CONTENDERS = ("ndcg_spark", "evaluator", "numpy")
 #: run only when named in --contenders: (a) with the dense-position plan off; (e) RankingEvaluator's
 #: own number (binary gain, K = 10, one mean) through score_requests; (f) the floor under (e): that
 #: number from one read and one unchecked hash aggregate; (g) the floor under (a): its outputs from one
-#: unchecked aggregate per stage (benchmarks/floor_job.py)
-OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number", "floor", "floor_job")
+#: unchecked aggregate per stage (benchmarks/floor_job.py); (h) the floor under (e) as a table exact
+#: for every request: one lazy plan (benchmarks/floor_table.py)
+OPTIONAL = ("ndcg_spark_collecting", "ndcg_spark_evaluator_number", "floor", "floor_job", "floor_table")
 LABELS = {"ndcg_spark": "(a) ndcg-spark stage 1+2", "ndcg_spark_collecting": "(a') (a), collecting plan",
           "ndcg_spark_evaluator_number": "(e) score_requests, (b)'s number",
           "floor": "(f) floor: one hash aggregate",
           "floor_job": "(g) floor under (a)",
+          "floor_table": "(h) floor under (e)'s table",
           "evaluator": "(b) RankingEvaluator", "numpy": "(c) numpy"}
 AGREEMENT_TOL = 1e-9
 
@@ -155,6 +157,13 @@ def ratios(case: dict) -> dict:
     for name, key in (("ndcg_spark_evaluator_number", "e/f"), ("evaluator", "b/f")):
         if name in r and "floor" in r:
             out[key] = r[name]["work_s"] / r["floor"]["work_s"]
+    if "floor_table" in r:
+        h = r["floor_table"]["work_s"]
+        for other, key in (("evaluator", "h/b"), ("floor", "h/f")):
+            if other in r:
+                out[key] = h / r[other]["work_s"]
+        if "ndcg_spark_evaluator_number" in r:
+            out["e/h"] = r["ndcg_spark_evaluator_number"]["work_s"] / h
     if "floor_job" in r:
         g = r["floor_job"]["work_s"]
         if "evaluator" in r:
@@ -227,6 +236,9 @@ def report(cases: list[dict]) -> str:
         if "b/f" in q or "e/f" in q:
             lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor (f) "
                          + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/f", "b/f") if key in q))
+        if "h/b" in q or "e/h" in q:
+            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor under (e)'s table (h) "
+                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("h/b", "e/h", "h/f") if key in q))
         if "g/b" in q or "a/g" in q:
             g = case["results"]["floor_job"]
             lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor under (a) (g: stage 1 "

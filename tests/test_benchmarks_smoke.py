@@ -85,14 +85,38 @@ def test_the_floor_contender_computes_the_evaluators_number(spark):
     that contender (e) scores it with (the test above checks (e) against the evaluator itself)."""
     from pyspark.sql import functions as F
 
-    from ndcg_spark import Contract, score_requests
+    from ndcg_spark import score_requests
 
     contenders, datagen = _benchmark_module("contenders"), _benchmark_module("datagen")
     candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
-    binary = Contract(k=[contenders.K], gain={"table": contenders.BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
-    expected = score_requests(candidates, contract=binary).agg(F.avg("ndcg"), F.min("ndcg")).first()
+    expected = score_requests(candidates, contract=contenders.binary_contract()).agg(F.avg("ndcg"), F.min("ndcg")).first()
     assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
     assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
+
+
+@pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not
+def test_the_floor_under_the_table_scores_every_request_as_score_requests_does(spark):
+    """benchmarks/floor_table.py, the floor under (e): one lazy plan whose rows are score_requests'
+    for the same contract, bit for bit, also for requests out of dense position order (positions
+    with gaps, positions repeated: collected and sorted by position, then doc id); and the
+    candidates' aggregation is computed once for both of its readers (the exchange reused)."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark import score_requests
+
+    contenders, datagen = _benchmark_module("contenders"), _benchmark_module("datagen")
+    floor_table = _benchmark_module("floor_table")
+    candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
+    request, position = F.col("request_id"), F.col("position")
+    out_of_order = F.when(request % 7 == 0, position * 2).when(request % 11 == 0, F.floor(position / 2))
+    candidates = candidates.withColumn("position", out_of_order.otherwise(position).cast("int"))
+    floor = floor_table.floor_table(candidates, contenders.binary_contract())
+    ours = floor.collect()
+    theirs = score_requests(candidates, contract=contenders.binary_contract(), validate=False).collect()
+    assert len(ours) == 300
+    assert sorted(map(tuple, ours), key=repr) == sorted(map(tuple, theirs), key=repr)
+    assert floor.columns == list(theirs[0].asDict())
+    assert "ReusedExchange" in floor._jdf.queryExecution().executedPlan().toString()
 
 
 @pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not

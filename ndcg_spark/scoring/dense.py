@@ -183,10 +183,16 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
     gains of the ideal, largest first) and ``unjudged_{k}`` (unjudged candidates in the top k) for
     every K -- what :func:`score_dense_requests` turns into the metrics with the same expressions
     as for a collected list. ``keys``: the request key columns that vary (see there)."""
-    m, pos, gain_ = contract.max_k, F.col("position"), F.col("gain")
+    return from_dense_sums(rows.groupBy(*keys).agg(*dense_sums(contract, levels)), contract, keys, levels)
+
+
+def dense_sums(contract: Contract, levels: list[float]) -> list[Column]:
+    """The per-request aggregates of :func:`aggregate_dense` (over rows with ``position``,
+    ``grade``, ``gain`` and ``judged``), each named, for :func:`from_dense_sums`."""
+    pos, gain_ = F.col("position"), F.col("gain")
     unjudged = ~F.col("judged")
     off_level = gain_.isNotNull() & (gain_ != F.lit(0.0)) & ~gain_.isin(*[F.lit(v) for v in levels])
-    grouped = rows.groupBy(*keys).agg(
+    return [
         *_density(contract),
         F.count(F.when(off_level, 1)).alias("_n_off_level"),
         F.count("grade").alias("n_judged"),
@@ -196,7 +202,12 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
         *[F.count(F.when((pos <= k - 1 + base) & unjudged, 1)).alias(f"_u{k}_{base}")
           for k in contract.k for base in (0, 1)],
         *[F.count(F.when(gain_ == F.lit(v), 1)).alias(f"_c{i}") for i, v in enumerate(levels)],
-    )
+    ]
+
+
+def from_dense_sums(grouped: DataFrame, contract: Contract, keys: tuple[str, ...], levels: list[float]) -> DataFrame:
+    """:func:`aggregate_dense`'s columns from ``keys`` and the columns of :func:`dense_sums`."""
+    m = contract.max_k
     dense0, dense1 = _is_dense(contract, 0), _is_dense(contract, 1)
     gains = _shown_gains(contract, levels)
     shown = F.when(dense0, F.array(*gains[:m])).otherwise(F.array(*gains[1:]))
@@ -237,6 +248,14 @@ def score_dense_requests(
         summed.unpersist()
         return None, rows, None
     not_served = [tuple(r) for r in unserved.collect()] if n_not_served else []
+    rest = join_null_safe(rows, keys_frame(rows, not_served, varying), varying, "left_semi") if not_served else None
+    return score_served(summed, contract, literal), rest, summed
+
+
+def score_served(summed: DataFrame, contract: Contract, literal: dict[str, Column]) -> DataFrame:
+    """The requests of ``summed`` (:func:`aggregate_dense`) that the plan serves, scored in the shape
+    of :func:`ndcg_spark.scoring.collecting.score_collected_lists`; ``literal``: the key columns
+    put back (see :func:`score_dense_requests`)."""
     shown, ideal = F.col("shown"), F.col("ideal")
     per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
     served = summed.filter(F.col("_served")).select("*", *_bound_lists(contract))
@@ -247,8 +266,7 @@ def score_dense_requests(
         "n_positive",
         *metrics_columns(contract, per_k, _bounds(contract)),
     )
-    rest = join_null_safe(rows, keys_frame(rows, not_served, varying), varying, "left_semi") if not_served else None
-    return keys_as_strings(scored), rest, summed
+    return keys_as_strings(scored)
 
 
 def _bound_lists(contract: Contract) -> list[Column]:

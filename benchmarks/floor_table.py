@@ -1,0 +1,58 @@
+"""(h) The floor under (e): the least Spark work for (b)'s number as an exact per-request table.
+
+(e) asks ``score_requests`` for RankingEvaluator's number: a per-request table that is then
+averaged. The floor (f) computes the mean alone, trusting every request to be displayed in dense
+position order; a table that any later query may read must be exact for every request, so its
+plan has to check each request and score the ones that fail another way. This builds that table
+with the least work we found, as one lazy plan (no job before the reader's, no cache):
+
+* one hash aggregate per request with the dense plan's sums and evidence
+  (:func:`ndcg_spark.scoring.dense.dense_sums`), kept as one struct so that the two readers below
+  need all of it and Spark computes its read and its shuffle once (the same exchange, reused);
+* the requests the evidence serves, scored from it (:func:`ndcg_spark.scoring.dense.score_served`);
+* the others' keys broadcast, their candidates collected and sorted
+  (:func:`ndcg_spark.scoring.collecting.score_collected_lists`); with no such request, adaptive
+  execution drops that branch once the broadcast is known to be empty, so the candidates are
+  read once.
+
+Its rows are ``score_requests``' for the same contract, bit for bit, requests out of dense order
+included (tests/test_benchmarks_smoke.py). What it leaves out, and ``score_requests`` cannot:
+a bound on the broadcast (a night whose positions have gaps would broadcast every request's key;
+``score_requests`` lists at most ``MAX_LISTED_NOT_SERVED`` and otherwise collects every request),
+the large requests' cut, and the check of the inputs.
+"""
+
+from __future__ import annotations
+
+
+def floor_table(candidates, contract):
+    """One row per request and K of ``contract`` from pre-joined ``candidates`` (a grade column,
+    positions as the order, a gain the contract declares): ``score_requests``' rows, as one plan."""
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.frames import join_null_safe
+    from ndcg_spark.metrics.gain import gain
+    from ndcg_spark.scoring import dense
+    from ndcg_spark.scoring.attributes import Attributes, attach_attributes
+    from ndcg_spark.scoring.collecting import score_collected_lists
+    from ndcg_spark.scoring.columns import INTEGRAL_TYPES, PER_REQUEST_COLUMNS, REQUEST_KEYS
+    from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates
+    from ndcg_spark.scoring.score import rows_per_k
+
+    contract = contract.resolve(candidates.columns)
+    levels = dense.gain_levels(contract, None)
+    if not dense.applies(contract) or levels is None:
+        raise ValueError("the floor under (e) needs the dense plan: position order and a declared gain scale")
+    integer_ids = isinstance(candidates.schema[contract.columns.request_id].dataType, INTEGRAL_TYPES)
+    rows = prepare_candidates(candidates, None, contract, request_id_as_string=not integer_ids)
+    rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
+    literal = literal_keys(candidates, contract, None, None)
+    keys = tuple(k for k in REQUEST_KEYS if k not in literal)
+    packed = rows.groupBy(*keys).agg(F.struct(*dense.dense_sums(contract, levels)).alias("_sums"))
+    summed = dense.from_dense_sums(packed.select(*keys, "_sums.*"), contract, keys, levels)
+    unserved = summed.filter(~F.col("_served")).select(*keys)
+    collected = score_collected_lists(join_null_safe(rows, F.broadcast(unserved), keys, "left_semi"), None, contract)
+    per_request = dense.score_served(summed, contract, literal).unionByName(collected)
+    scored = rows_per_k(attach_attributes(per_request, candidates, Attributes(), contract), contract)
+    return scored.select(F.lit("adhoc").alias("run_id"), *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],
+                         F.lit(contract.fingerprint).alias("contract_fingerprint"))
