@@ -15,9 +15,8 @@ used to check that the contenders computed the same thing.
                 data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
 ``floor_job``   (not run by default) the least Spark work for ``ndcg_spark``'s outputs on this
                 data: both stages with one unchecked aggregate each (``benchmarks/floor_job.py``).
-``floor_table`` (not run by default) the least Spark work for ``evaluator``'s number as a
-                per-request table exact for every request: one lazy plan, checked per request
-                (``benchmarks/floor_table.py``).
+``lazy_table``  (not run by default) ``ndcg_spark_evaluator_number``'s table as one lazy plan,
+                exact for every request, without its job and cache (``benchmarks/lazy_table.py``).
 ``evaluator``   Spark's own ``pyspark.ml.evaluation.RankingEvaluator(metricName="ndcgAtK", k=10)``
                 with the grouping it needs: per request, the doc ids in displayed order and the
                 relevant doc ids, both as ``array<double>``.
@@ -199,15 +198,15 @@ def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
     return _one_mean(args, mean_of)
 
 
-def run_floor_table(args: argparse.Namespace) -> dict:
-    """(h) The floor under (e) as a table: ``benchmarks/floor_table.py``'s rows averaged, timed like (e)."""
+def run_lazy_table(args: argparse.Namespace) -> dict:
+    """(h) (e)'s table as one lazy plan: ``benchmarks/lazy_table.py``'s rows averaged, timed like (e)."""
 
     def mean_of(spark, candidates):
         from pyspark.sql import functions as F
 
-        from floor_table import floor_table
+        from lazy_table import lazy_table
 
-        return floor_table(candidates, binary_contract()).agg(F.avg("ndcg")).first()[0]
+        return lazy_table(candidates, binary_contract()).agg(F.avg("ndcg")).first()[0]
 
     return _one_mean(args, mean_of)
 
@@ -369,7 +368,8 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
-              "floor": run_floor, "floor_job": run_floor_job, "floor_table": run_floor_table, "evaluator": run_evaluator, "numpy": run_numpy}
+              "floor": run_floor, "floor_job": run_floor_job, "lazy_table": run_lazy_table,
+              "evaluator": run_evaluator, "numpy": run_numpy}
 
 
 def main(argv: list[str] | None = None) -> int:

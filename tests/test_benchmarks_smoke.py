@@ -45,7 +45,8 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     result_file = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--rows", "20000", "--check", "--replicates", "20",
-         "--shuffle-partitions", "2", "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy,floor_job",
+         "--shuffle-partitions", "2",
+         "--contenders", "ndcg_spark,ndcg_spark_evaluator_number,evaluator,numpy,floor_job,lazy_table",
          "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--json", str(result_file)],
         cwd=ROOT, capture_output=True, text=True, timeout=1800,
         env={**os.environ, "PYSPARK_SUBMIT_ARGS": faults.CHILD_DRIVER_SUBMIT_ARGS},  # a smoke: no figure is kept
@@ -56,7 +57,8 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     (case,) = json.loads(result_file.read_text())["cases"]
     assert case["rows"] == 20000 and case["requests"] == 1000
     results = case["results"]
-    assert set(results) == {"ndcg_spark", "ndcg_spark_evaluator_number", "evaluator", "numpy", "floor_job"}
+    assert set(results) == {"ndcg_spark", "ndcg_spark_evaluator_number", "evaluator", "numpy", "floor_job",
+                            "lazy_table"}
     for name, res in results.items():
         assert res["work_s"] > 0, name
         assert res["peak_python_mib"] > 0, name
@@ -64,11 +66,13 @@ def test_benchmark_runs_and_the_contenders_agree(tmp_path):
     assert "e/b" in proc.stdout  # (b)'s number through score_requests, and its ratio
     assert "g/b" in proc.stdout and "a/g" in proc.stdout  # the floor under (a), and the ratios to it
     assert case["agreement"]["floor_job_ndcg10_mean_diff"] <= TOL
+    assert "h/b" in proc.stdout and "e/h" in proc.stdout  # (e)'s table as one lazy plan, and the ratios to it
 
     binary = {name: res["binary_ndcg10_mean"] for name, res in results.items() if name != "floor_job"}
     assert 0.0 < binary["evaluator"] < 1.0
     assert binary["ndcg_spark"] == pytest.approx(binary["evaluator"], abs=TOL)
     assert binary["numpy"] == pytest.approx(binary["evaluator"], abs=TOL)
+    assert binary["lazy_table"] == pytest.approx(binary["evaluator"], abs=TOL)
 
     # the timed computation itself (exponential gain, empty ideals set aside): ndcg-spark's stage 2
     # overall macro mean at K=10 equals numpy's mean over the requests with a positive ideal
@@ -89,14 +93,15 @@ def test_the_floor_contender_computes_the_evaluators_number(spark):
 
     contenders, datagen = _benchmark_module("contenders"), _benchmark_module("datagen")
     candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
-    expected = score_requests(candidates, contract=contenders.binary_contract()).agg(F.avg("ndcg"), F.min("ndcg")).first()
+    binary = contenders.binary_contract()
+    expected = score_requests(candidates, contract=binary).agg(F.avg("ndcg"), F.min("ndcg")).first()
     assert expected[1] == 0.0  # some request has no relevant candidate: it scores 0 and counts
     assert contenders.floor_ndcg10_mean(candidates) == pytest.approx(expected[0], abs=TOL)
 
 
 @pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not
-def test_the_floor_under_the_table_scores_every_request_as_score_requests_does(spark):
-    """benchmarks/floor_table.py, the floor under (e): one lazy plan whose rows are score_requests'
+def test_the_lazy_table_scores_every_request_as_score_requests_does(spark):
+    """benchmarks/lazy_table.py, (e)'s table as one lazy plan: its rows are score_requests'
     for the same contract, bit for bit, also for requests out of dense position order (positions
     with gaps, positions repeated: collected and sorted by position, then doc id); and the
     candidates' aggregation is computed once for both of its readers (the exchange reused)."""
@@ -105,18 +110,18 @@ def test_the_floor_under_the_table_scores_every_request_as_score_requests_does(s
     from ndcg_spark import score_requests
 
     contenders, datagen = _benchmark_module("contenders"), _benchmark_module("datagen")
-    floor_table = _benchmark_module("floor_table")
+    lazy_table = _benchmark_module("lazy_table")
     candidates, _ = datagen.generate(spark, datagen.DataSpec(requests=300), partitions=2)
     request, position = F.col("request_id"), F.col("position")
     out_of_order = F.when(request % 7 == 0, position * 2).when(request % 11 == 0, F.floor(position / 2))
     candidates = candidates.withColumn("position", out_of_order.otherwise(position).cast("int"))
-    floor = floor_table.floor_table(candidates, contenders.binary_contract())
-    ours = floor.collect()
+    lazy = lazy_table.lazy_table(candidates, contenders.binary_contract())
+    ours = lazy.collect()
     theirs = score_requests(candidates, contract=contenders.binary_contract(), validate=False).collect()
     assert len(ours) == 300
     assert sorted(map(tuple, ours), key=repr) == sorted(map(tuple, theirs), key=repr)
-    assert floor.columns == list(theirs[0].asDict())
-    assert "ReusedExchange" in floor._jdf.queryExecution().executedPlan().toString()
+    assert lazy.columns == list(theirs[0].asDict())
+    assert "ReusedExchange" in lazy._jdf.queryExecution().executedPlan().toString()
 
 
 @pytest.mark.slow  # a benchmark's contender: the whole suite runs it, the fast lane does not

@@ -1,10 +1,11 @@
-"""(h) The floor under (e): the least Spark work for (b)'s number as an exact per-request table.
+"""(h) (e)'s table as one lazy plan: every request exact, no job before the reader's, no cache.
 
 (e) asks ``score_requests`` for RankingEvaluator's number: a per-request table that is then
-averaged. The floor (f) computes the mean alone, trusting every request to be displayed in dense
-position order; a table that any later query may read must be exact for every request, so its
-plan has to check each request and score the ones that fail another way. This builds that table
-with the least work we found, as one lazy plan (no job before the reader's, no cache):
+averaged. ``score_requests`` computes the dense plan's aggregation in a job of its own, caches it,
+lists the requests it does not serve and reads the table from the cache. The floor (f) computes
+the mean alone, trusting every request to be in dense position order. Between the two, this
+builds the same table as ``score_requests`` with the least work we found without a cache, as one
+lazy plan that the reader's query runs:
 
 * one hash aggregate per request with the dense plan's sums and evidence
   (:func:`ndcg_spark.scoring.dense.dense_sums`), kept as one struct so that the two readers below
@@ -16,16 +17,17 @@ with the least work we found, as one lazy plan (no job before the reader's, no c
   read once.
 
 Its rows are ``score_requests``' for the same contract, bit for bit, requests out of dense order
-included (tests/test_benchmarks_smoke.py). What it leaves out, and ``score_requests`` cannot:
-a bound on the broadcast (a night whose positions have gaps would broadcast every request's key;
-``score_requests`` lists at most ``MAX_LISTED_NOT_SERVED`` and otherwise collects every request),
-the large requests' cut, and the check of the inputs.
+included (tests/test_benchmarks_smoke.py). Measured against (e), it is no cheaper
+(docs/benchmarks.md): the cache is not what (e) pays for. What it leaves out, and
+``score_requests`` cannot: a bound on the broadcast (a night whose positions have gaps would
+broadcast every request's key; ``score_requests`` lists at most ``MAX_LISTED_NOT_SERVED`` and
+otherwise collects every request), the large requests' cut, and the check of the inputs.
 """
 
 from __future__ import annotations
 
 
-def floor_table(candidates, contract):
+def lazy_table(candidates, contract):
     """One row per request and K of ``contract`` from pre-joined ``candidates`` (a grade column,
     positions as the order, a gain the contract declares): ``score_requests``' rows, as one plan."""
     from pyspark.sql import functions as F
@@ -42,7 +44,7 @@ def floor_table(candidates, contract):
     contract = contract.resolve(candidates.columns)
     levels = dense.gain_levels(contract, None)
     if not dense.applies(contract) or levels is None:
-        raise ValueError("the floor under (e) needs the dense plan: position order and a declared gain scale")
+        raise ValueError("the lazy table needs the dense plan: position order and a declared gain scale")
     integer_ids = isinstance(candidates.schema[contract.columns.request_id].dataType, INTEGRAL_TYPES)
     rows = prepare_candidates(candidates, None, contract, request_id_as_string=not integer_ids)
     rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
