@@ -33,21 +33,18 @@ def lazy_table(candidates, contract):
     from pyspark.sql import functions as F
 
     from ndcg_spark.frames import join_null_safe
-    from ndcg_spark.metrics.gain import gain
     from ndcg_spark.scoring import dense
-    from ndcg_spark.scoring.attributes import Attributes, attach_attributes
+    from ndcg_spark.scoring.attributes import Attributes
     from ndcg_spark.scoring.collecting import score_collected_lists
-    from ndcg_spark.scoring.columns import INTEGRAL_TYPES, PER_REQUEST_COLUMNS, REQUEST_KEYS
-    from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates
-    from ndcg_spark.scoring.score import rows_per_k
+    from ndcg_spark.scoring.columns import REQUEST_KEYS
+    from ndcg_spark.scoring.inputs import literal_keys
+    from ndcg_spark.scoring.score import groups_on_integer_ids, per_request_table, scoring_rows
 
     contract = contract.resolve(candidates.columns)
     levels = dense.gain_levels(contract, None)
     if not dense.applies(contract) or levels is None:
         raise ValueError("the lazy table needs the dense plan: position order and a declared gain scale")
-    integer_ids = isinstance(candidates.schema[contract.columns.request_id].dataType, INTEGRAL_TYPES)
-    rows = prepare_candidates(candidates, None, contract, request_id_as_string=not integer_ids)
-    rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
+    rows = scoring_rows(candidates, None, contract, None, None, groups_on_integer_ids(candidates, None, contract))
     literal = literal_keys(candidates, contract, None, None)
     keys = tuple(k for k in REQUEST_KEYS if k not in literal)
     packed = rows.groupBy(*keys).agg(F.struct(*dense.dense_sums(contract, levels)).alias("_sums"))
@@ -55,6 +52,4 @@ def lazy_table(candidates, contract):
     unserved = summed.filter(~F.col("_served")).select(*keys)
     collected = score_collected_lists(join_null_safe(rows, F.broadcast(unserved), keys, "left_semi"), None, contract)
     per_request = dense.score_served(summed, contract, literal).unionByName(collected)
-    scored = rows_per_k(attach_attributes(per_request, candidates, Attributes(), contract), contract)
-    return scored.select(F.lit("adhoc").alias("run_id"), *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],
-                         F.lit(contract.fingerprint).alias("contract_fingerprint"))
+    return per_request_table(per_request, candidates, Attributes(), contract, "adhoc")

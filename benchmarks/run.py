@@ -200,6 +200,18 @@ def _mib(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
 
+#: the report's ratio lines after its tables: what each compares, and its ratios
+RATIO_LINES = (("collecting plan (a')", ("a'/a", "a'/b", "a'/c")),
+               ("(b)'s number through score_requests (e)", ("e/b", "e/b CPU")),
+               ("against the floor (f)", ("e/f", "b/f")),
+               ("(e)'s table as one lazy plan (h)", ("h/b", "e/h", "h/f")))
+
+
+def _case_label(case: dict) -> str:
+    """A case's rows as the report names it: ``20,000,000`` or ``5,000,000 skew``."""
+    return f"{case['rows']:,}{' skew' if case['skew'] else ''}"
+
+
 def report(cases: list[dict]) -> str:
     lines = ["| rows | contender | Spark start s | work s | work CPU s | rows/s | peak JVM RSS MiB | "
              "peak Python RSS MiB | NDCG@10 | load (1/5/15 min) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -219,31 +231,22 @@ def report(cases: list[dict]) -> str:
         q = case["ratios"]
         a = case["results"].get("ndcg_spark", {})
         lines.append(
-            f"| {case['rows']:,}{' skew' if case['skew'] else ''} | {q.get('a/b', float('nan')):.2f} | "
+            f"| {_case_label(case)} | {q.get('a/b', float('nan')):.2f} | "
             f"{q.get('a/c', float('nan')):.2f} | {q.get('a/b incl. start', float('nan')):.2f} | "
             f"{q.get('a/c incl. start', float('nan')):.2f} | {q.get('a/b CPU', float('nan')):.2f} | "
             f"{q.get('a/c CPU', float('nan')):.2f} | {a.get('stage1_s', float('nan')):.1f} | "
             f"{a.get('stage2_s', float('nan')):.1f} |"
         )
     for case in cases:
-        q = case["ratios"]
-        if "a'/a" in q or "a'/b" in q:
-            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: collecting plan (a') " + ", ".join(
-                f"{key} {q[key]:.2f}" for key in ("a'/a", "a'/b", "a'/c") if key in q))
-        if "e/b" in q:
-            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: (b)'s number through score_requests (e) "
-                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/b", "e/b CPU") if key in q))
-        if "b/f" in q or "e/f" in q:
-            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor (f) "
-                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("e/f", "b/f") if key in q))
-        if "h/b" in q or "e/h" in q:
-            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: (e)'s table as one lazy plan (h) "
-                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("h/b", "e/h", "h/f") if key in q))
+        q, label = case["ratios"], _case_label(case)
+        for title, keys in RATIO_LINES:
+            if any(key in q for key in keys):
+                lines.append(f"{label}: {title} " + ", ".join(f"{key} {q[key]:.2f}" for key in keys if key in q))
         if "g/b" in q or "a/g" in q:
             g = case["results"]["floor_job"]
-            lines.append(f"{case['rows']:,}{' skew' if case['skew'] else ''}: against the floor under (a) (g: stage 1 "
-                         f"{g['stage1_s']:.1f} s, stage 2 {g['stage2_s']:.1f} s) "
-                         + ", ".join(f"{key} {q[key]:.2f}" for key in ("g/b", "a/g") if key in q))
+            ratios_g = ", ".join(f"{key} {q[key]:.2f}" for key in ("g/b", "a/g") if key in q)
+            lines.append(f"{label}: against the floor under (a) (g: stage 1 {g['stage1_s']:.1f} s, stage 2 "
+                         f"{g['stage2_s']:.1f} s) {ratios_g}")
     return "\n".join(lines)
 
 
@@ -298,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(case["rounds"]) > 1:
             spread = ", ".join(f"{key} {v['median']:.2f} ({v['low']:.2f}–{v['high']:.2f})"
                                for key, v in case["round_ratios"].items() if "incl. start" not in key)
-            print(f"{case['rows']:,}{' skew' if case['skew'] else ''} over {len(case['rounds'])} rounds, median "
+            print(f"{_case_label(case)} over {len(case['rounds'])} rounds, median "
                   f"(lowest–highest): {spread}")
     if len(sizes) > 1 and "ndcg_spark" in args.contenders:
         by_rows = {c["rows"]: c["results"]["ndcg_spark"]["work_s"] for c in cases if not c["skew"]}

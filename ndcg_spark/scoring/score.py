@@ -116,14 +116,8 @@ def score_requests(
                                   pool_version=pool_version)
             candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
             grade_scale = checked.grade_scale
-        integer_ids = _groups_on_integer_ids(candidates, judgments, contract)
-        rows = prepare_candidates(
-            candidates, judgments, contract, system=system, pool_version=pool_version,
-            request_id_as_string=not integer_ids,
-        )
-        rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn(
-            "judged", F.col("grade").isNotNull()
-        )
+        integer_ids = groups_on_integer_ids(candidates, judgments, contract)
+        rows = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids)
         scored_dense, rest = (
             _score_dense(rows, candidates, judgments, contract, (system, pool_version), grade_scale, cache_handles)
             if dense_plan else (None, rows)
@@ -139,11 +133,36 @@ def score_requests(
             per_request = score_by_collecting(rest, judgments, contract, large)
             if scored_dense is not None:
                 per_request = scored_dense.unionByName(per_request)
-        # attributes join one row per request, before the rows multiply by K
-        per_request = attach_attributes(per_request, candidates, attributes, contract)
-        per_request = rows_per_k(per_request, contract)
-        if contract.empty_ideal == "error":
-            _fail_on_empty_ideal(per_request)
+        return per_request_table(per_request, candidates, attributes, contract, run_id)
+
+
+def scoring_rows(
+    candidates: DataFrame,
+    judgments: DataFrame | None,
+    contract: Contract,
+    system: str | None,
+    pool_version: str | None,
+    integer_ids: bool,
+) -> DataFrame:
+    """The rows the plans score: one per candidate (:func:`prepare_candidates`, grouped on the
+    request id's own integers when ``integer_ids``: :func:`groups_on_integer_ids`) with its
+    ``gain`` under the contract and whether it is ``judged``."""
+    rows = prepare_candidates(
+        candidates, judgments, contract, system=system, pool_version=pool_version,
+        request_id_as_string=not integer_ids,
+    )
+    return rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
+
+
+def per_request_table(
+    per_request: DataFrame, candidates: DataFrame, attributes: Attributes, contract: Contract, run_id: str
+) -> DataFrame:
+    """The plans' rows (one per request, metrics per K) as :func:`score_requests` returns them: the
+    attributes joined once per request, before the rows multiply by K (:func:`rows_per_k`), the
+    empty-ideal policy applied (``error`` fails here), stamped with the run id and the contract."""
+    per_request = rows_per_k(attach_attributes(per_request, candidates, attributes, contract), contract)
+    if contract.empty_ideal == "error":
+        _fail_on_empty_ideal(per_request)
     return per_request.select(
         F.lit(run_id).cast("string").alias("run_id"),
         *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],
@@ -179,7 +198,7 @@ def _score_dense(
     return scored, rest
 
 
-def _groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:
+def groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:
     """Whether to group on the request id's own integers: one pre-joined table with an integer
     request id (hashing, shuffling and comparing it is far cheaper than its string, and the cast
     is one-to-one; the keys are cast to strings after grouping)."""
