@@ -184,31 +184,33 @@ def binary_contract():
     return Contract(k=[K], gain={"table": BINARY_GAIN}, unjudged="zero", empty_ideal="zero")
 
 
-def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
+def mean_evaluator_number(spark, candidates) -> float:
     """(e) RankingEvaluator's own number through ``score_requests`` (:func:`binary_contract`), the
     mean over every request -- like for like with (b)."""
+    from pyspark.sql import functions as F
 
-    def mean_of(spark, candidates):
-        from pyspark.sql import functions as F
+    from ndcg_spark import score_requests
 
-        from ndcg_spark import score_requests
+    return score_requests(candidates, contract=binary_contract(), validate=False).agg(F.avg("ndcg")).first()[0]
 
-        return score_requests(candidates, contract=binary_contract(), validate=False).agg(F.avg("ndcg")).first()[0]
 
-    return _one_mean(args, mean_of)
+def mean_lazy_table(spark, candidates) -> float:
+    """(h) (e)'s table as one lazy plan: ``benchmarks/lazy_table.py``'s rows averaged."""
+    from pyspark.sql import functions as F
+
+    from lazy_table import lazy_table
+
+    return lazy_table(candidates, binary_contract()).agg(F.avg("ndcg")).first()[0]
+
+
+def run_ndcg_spark_evaluator_number(args: argparse.Namespace) -> dict:
+    """(e) :func:`mean_evaluator_number`, timed in a fresh session."""
+    return _one_mean(args, mean_evaluator_number)
 
 
 def run_lazy_table(args: argparse.Namespace) -> dict:
-    """(h) (e)'s table as one lazy plan: ``benchmarks/lazy_table.py``'s rows averaged, timed like (e)."""
-
-    def mean_of(spark, candidates):
-        from pyspark.sql import functions as F
-
-        from lazy_table import lazy_table
-
-        return lazy_table(candidates, binary_contract()).agg(F.avg("ndcg")).first()[0]
-
-    return _one_mean(args, mean_of)
+    """(h) :func:`mean_lazy_table`, timed like (e)."""
+    return _one_mean(args, mean_lazy_table)
 
 
 def floor_ndcg10_mean(candidates) -> float:
@@ -248,29 +250,43 @@ def run_floor_job(args: argparse.Namespace) -> dict:
     return _timed(args, work, ready, lambda spark: _overall(spark, out / "floor_aggregates", args.replicates))
 
 
+def mean_floor(spark, candidates) -> float:
+    """(f) The floor under (e): :func:`floor_ndcg10_mean`."""
+    return floor_ndcg10_mean(candidates)
+
+
 def run_floor(args: argparse.Namespace) -> dict:
-    """(f) The floor under (e): :func:`floor_ndcg10_mean`, timed like (b)."""
-    return _one_mean(args, lambda spark, candidates: floor_ndcg10_mean(candidates))
+    """(f) :func:`mean_floor`, timed like (b)."""
+    return _one_mean(args, mean_floor)
 
 
 # ------------------------------------------------------------------------- RankingEvaluator
+def mean_evaluator(spark, candidates) -> float:
+    """(b) Spark's own ``RankingEvaluator`` with the grouping it needs (the module's docstring)."""
+    from pyspark.ml.evaluation import RankingEvaluator
+    from pyspark.sql import functions as F
+
+    doc = F.col("doc_id").cast("double")
+    grouped = candidates.groupBy("request_id").agg(
+        # the doc ids in displayed order (position, then doc id) ...
+        F.transform(F.sort_array(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))),
+                    lambda x: x["doc"]).alias("prediction"),
+        # ... and the relevant ones (collect_list skips the nulls of the others)
+        F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
+    )
+    evaluator = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label")
+    return evaluator.evaluate(grouped)
+
+
 def run_evaluator(args: argparse.Namespace) -> dict:
-    def mean_of(spark, candidates):
-        from pyspark.ml.evaluation import RankingEvaluator
-        from pyspark.sql import functions as F
+    """(b) :func:`mean_evaluator`, timed in a fresh session."""
+    return _one_mean(args, mean_evaluator)
 
-        doc = F.col("doc_id").cast("double")
-        grouped = candidates.groupBy("request_id").agg(
-            # the doc ids in displayed order (position, then doc id) ...
-            F.transform(F.sort_array(F.collect_list(F.struct(F.col("position"), doc.alias("doc")))),
-                        lambda x: x["doc"]).alias("prediction"),
-            # ... and the relevant ones (collect_list skips the nulls of the others)
-            F.collect_list(F.when(F.col("grade") > 0, doc)).alias("label"),
-        )
-        evaluator = RankingEvaluator(metricName="ndcgAtK", k=K, predictionCol="prediction", labelCol="label")
-        return evaluator.evaluate(grouped)
 
-    return _one_mean(args, mean_of)
+#: The contenders that compute one number, RankingEvaluator's, each as ``mean_of(spark, candidates)``
+#: (``benchmarks/warm.py`` runs them in one session).
+ONE_MEAN = {"floor": mean_floor, "ndcg_spark_evaluator_number": mean_evaluator_number,
+            "lazy_table": mean_lazy_table, "evaluator": mean_evaluator}
 
 
 # ------------------------------------------------------------------------------------ numpy

@@ -220,3 +220,30 @@ def test_the_breakdown_names_the_jobs_and_each_operators_time(tmp_path):
     # the candidates read (20,000 rows) and the aggregate per request (1,000 requests), with their times
     assert re.search(r"^    Scan parquet +scan time \d[\d.]* m?s;.* 20,000 rows out$", out, re.M), out
     assert re.search(r"^    HashAggregate +time in aggregation build \d[\d.]* m?s; 1,000 rows out$", out, re.M), out
+
+
+@pytest.mark.slow  # the one-mean contenders in a fresh process
+def test_the_warm_session_runs_each_contender_in_turn_and_they_agree(tmp_path):
+    """benchmarks/warm.py runs the contenders that compute RankingEvaluator's number in one session,
+    in turn: each one's first run (its cold one) and best later run are reported, with the warm
+    ratios; the four (the floor, score_requests, the lazy table, Spark's evaluator) compute the same
+    number in every run."""
+    result_file = tmp_path / "warm.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "warm.py"), "--rows", "20000", "--repeat", "2",
+         "--shuffle-partitions", "2", "--data-dir", str(tmp_path / "data"), "--json", str(result_file)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYSPARK_SUBMIT_ARGS": faults.CHILD_DRIVER_SUBMIT_ARGS},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    figures = json.loads(result_file.read_text())
+    assert figures["order"] == ["floor", "ndcg_spark_evaluator_number", "lazy_table", "evaluator"]
+    assert {name: len(runs) for name, runs in figures["runs"].items()} == dict.fromkeys(figures["order"], 2)
+    means = [r["mean"] for runs in figures["runs"].values() for r in runs]
+    assert 0.0 < means[0] < 1.0 and max(means) - min(means) <= TOL
+    assert set(figures["ratios"]) == {"e/b", "h/b", "f/b", "e/f"}
+    for name, c in figures["contenders"].items():
+        assert c["best_warm_s"] == figures["runs"][name][1]["work_s"], name
+        assert c["own_start_s"] == pytest.approx(c["first_s"] - c["best_warm_s"]), name
+    assert re.search(r"^warm ratios: e/b \d+\.\d\d, h/b \d+\.\d\d, f/b \d+\.\d\d, e/f \d+\.\d\d$", proc.stdout, re.M)
+    assert "(e) score_requests, (b)'s number" in proc.stdout
