@@ -312,6 +312,33 @@ def test_shown_gains_coded_per_position_come_back_exactly(spark):
     assert top == 0.0 and math.copysign(1.0, top) == -1.0  # the -0.0 gain at position 1 came back as -0.0
 
 
+@pytest.mark.parametrize("mapping", ["exponential", "binary", {"table": {0: -0.0, 1: 1.0, 2: 3.0}},
+                                     {"table": {0: 0.0, 1: 1.0, 2: 3.0}}], ids=str)
+def test_a_zero_gain_keeps_its_sign_under_every_mapping(spark, mapping):
+    """The plan tells a gain of -0.0 from +0.0 only where the mapping can give -0.0 (a table listing
+    it; linear: the test above); ``2^g - 1`` and binary give +0.0 for a grade of -0.0 or 0. Either
+    way both plans give the same bits: requests whose top 10 show only grades of -0.0 and 0 and
+    unjudged candidates (DCG +0.0 or -0.0), every double compared by its repr."""
+    import math
+
+    def grade(request: int, position: int) -> float | None:
+        if position > 10:
+            return 2.0 if position == 12 else None  # a positive gain below the top 10: an ideal
+        return (None, -0.0, 0.0)[(request + position) % 3] if request % 2 else -0.0
+
+    rows = [(f"q{r}", f"d{p}", float(p), grade(r, p)) for r in range(8) for p in range(1, 13)]
+    table = spark.createDataFrame(rows, "request_id string, doc_id string, position double, grade double")
+    contract = Contract(k=[1, 10], gain=mapping)
+    by_dense, by_collecting = (
+        sorted(score_requests(table, contract=contract, dense_plan=p, validate=False).collect()) for p in (True, False)
+    )
+    assert len(by_dense) == 8 * 2
+    assert [repr(tuple(r)) for r in by_dense] == [repr(tuple(r)) for r in by_collecting]
+    (top,) = [r["dcg"] for r in by_dense if r["request_id"] == "q0" and r["k"] == 1]  # grade -0.0 at position 1
+    negative = isinstance(mapping, dict) and math.copysign(1.0, mapping["table"][0]) < 0
+    assert top == 0.0 and math.copysign(1.0, top) == (-1.0 if negative else 1.0)
+
+
 def test_a_path_read_again_after_its_files_were_rewritten_is_scored_from_them(spark, tmp_path):
     """The dense plan caches its aggregation for the call's result. A later call over the same
     path, read again after another process rewrote its files, must score the new rows: Spark

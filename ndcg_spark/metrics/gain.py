@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -44,5 +46,24 @@ def gain(grade: Column, mapping: GainMapping) -> Column:
         return grade.cast("double")
     if mapping.kind == "binary":
         return (grade > F.lit(0)).cast("double")  # null stays null
-    table = F.create_map(*[F.lit(x) for pair in mapping.table for x in (float(pair[0]), float(pair[1]))])
-    return F.when(grade.isNull(), F.lit(None).cast("double")).otherwise(table[grade.cast("double")])
+    # one comparison per listed grade (compiled to primitive compares; a map literal's lookup boxed
+    # every key it compared, per row); no branch matches a null or unlisted grade: null
+    value, (first, *rest) = grade.cast("double"), mapping.table
+    table = F.when(value == F.lit(float(first[0])), F.lit(float(first[1])))
+    for listed, gain_value in rest:
+        table = table.when(value == F.lit(float(listed)), F.lit(float(gain_value)))
+    return table
+
+
+def may_be_negative_zero(mapping: GainMapping) -> bool:
+    """Whether :func:`gain` can give -0.0: a linear gain (a grade of -0.0) or a table that lists
+    -0.0. ``2^g - 1`` cannot (``1.0 - 1.0`` is +0.0), nor can ``binary``.
+
+    >>> may_be_negative_zero(GainMapping("linear")), may_be_negative_zero(GainMapping())
+    (True, False)
+    >>> may_be_negative_zero(GainMapping("table", ((0.0, -0.0), (1.0, 1.0))))
+    True
+    """
+    if mapping.kind == "linear":
+        return True
+    return mapping.kind == "table" and any(v == 0 and math.copysign(1.0, v) < 0 for _, v in mapping.table)

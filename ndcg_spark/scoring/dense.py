@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe, persist_coalesced
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
-from ndcg_spark.metrics.gain import gain
+from ndcg_spark.metrics.gain import gain, may_be_negative_zero
 from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_columns
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
@@ -87,11 +87,13 @@ def _density(contract: Contract) -> list[Column]:
     ]
 
 
-def _gain_code(gain_: Column, levels: list[float]) -> Column:
+def _gain_code(gain_: Column, levels: list[float], negative_zero: bool) -> Column:
     """A shown gain as a code of :data:`CODE_BITS` bits: 0 unjudged (null), 1 the gain +0.0, 2 the
-    gain -0.0 (told apart: ``pow(-0.0, -1)`` is -inf), 3 + i the level ``levels[i]``; a gain off
-    the levels codes 0 (its request is not served)."""
-    code = F.when(gain_ == F.lit(0.0), F.when(F.pow(gain_, F.lit(-1.0)) < 0, F.lit(2)).otherwise(F.lit(1)))
+    gain -0.0 (told apart: ``pow(-0.0, -1)`` is -inf; asked only when ``negative_zero``, the gain
+    mapping can give it: :func:`~ndcg_spark.metrics.gain.may_be_negative_zero`), 3 + i the level
+    ``levels[i]``; a gain off the levels codes 0 (its request is not served)."""
+    zero = F.when(F.pow(gain_, F.lit(-1.0)) < 0, F.lit(2)).otherwise(F.lit(1)) if negative_zero else F.lit(1)
+    code = F.when(gain_ == F.lit(0.0), zero)
     for i, value in enumerate(levels):
         code = code.when(gain_ == F.lit(value), F.lit(3 + i))
     return code.otherwise(F.lit(0))
@@ -103,7 +105,7 @@ def _shown_codes(contract: Contract, levels: list[float]) -> list[Column]:
     candidate gives its code back exactly (a request with a position held twice is not dense,
     hence not served); a position nobody holds reads 0, like an unjudged one."""
     slot, words = F.col("position").cast("int"), contract.max_k // CODES_PER_WORD + 1
-    code, whole = _gain_code(F.col("gain"), levels), _whole(contract)
+    code, whole = _gain_code(F.col("gain"), levels, may_be_negative_zero(contract.gain)), _whole(contract)
     return [
         F.bit_or(F.when(whole & (slot >= w * CODES_PER_WORD) & (slot < (w + 1) * CODES_PER_WORD),
                         _shifted_left(code, (slot - w * CODES_PER_WORD) * CODE_BITS))).alias(f"_shown{w}")
@@ -129,7 +131,7 @@ def _is_dense(contract: Contract, base: int) -> Column:
     """Positions ``base .. base+m-1`` each seen once, and no other candidate placed at or above
     position ``base+m-1`` (so the rank of every candidate in the top max K is its position)."""
     m = F.least(F.col("n_candidates"), F.lit(contract.max_k))
-    full = F.pow(F.lit(2.0), m).cast("long") - F.lit(1)
+    full = _shifted_left(F.lit(1), m) - F.lit(1)
     seen = F.shiftright(F.coalesce(F.col("_seen"), F.lit(0).cast("long")), base).bitwiseAND(full)
     return (F.col("_n_placed") == F.col("n_candidates")) & (F.col(f"_n_top{base}") == m) & (seen == full)
 
