@@ -58,8 +58,9 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class _JvmPeak:
-    """Peak resident set of the driver JVM: its kernel high-water mark (VmHWM), read at the end."""
+class JvmPeak:
+    """The driver JVM's CPU seconds so far and its peak resident set (the kernel's high-water mark,
+    VmHWM, read at the end); in ``local`` mode the driver JVM is also the executor."""
 
     def __init__(self, spark) -> None:
         self.pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
@@ -80,7 +81,8 @@ class _JvmPeak:
         return None
 
 
-def _session(shuffle_partitions: int | None, conf: dict[str, str]):
+def session(shuffle_partitions: int | None, conf: dict[str, str]):
+    """A contender's session: this checkout's ``build_session`` on ``local[2]``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from ndcg_spark.job.session import build_session
 
@@ -101,8 +103,8 @@ def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
     returns the result's fields, with ``stage1_end`` (a ``perf_counter`` reading) when it has two
     stages; ``after(spark)`` adds fields, untimed."""
     started = time.perf_counter()
-    spark = _session(args.shuffle_partitions, dict(args.conf))
-    jvm = _JvmPeak(spark)
+    spark = session(args.shuffle_partitions, dict(args.conf))
+    jvm = JvmPeak(spark)
     start_s = time.perf_counter() - started
     prepared = ready(spark) if ready else None
     # with --profile, where the work's time went: the JVM's counters at its start, Spark's UI after it

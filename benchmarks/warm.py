@@ -35,7 +35,7 @@ WARM_RATIOS = (("e/b", "ndcg_spark_evaluator_number", "evaluator"), ("h/b", "laz
 def measure(spark, data: Path, names: list[str], repeat: int) -> dict:
     """Every contender of ``names`` ``repeat`` times in turn in ``spark``: per run its wall and
     JVM CPU seconds, the JIT's seconds and its number."""
-    jvm = contenders._JvmPeak(spark)
+    jvm = contenders.JvmPeak(spark)
     runs = {name: [] for name in names}
     for round_ in range(repeat):
         for name in names:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 2:
         parser.error("--repeat: at least 2 (the first run of each is its cold one)")
     data = run.ensure_data(args, args.rows, 0)
-    spark = contenders._session(args.shuffle_partitions, {})
+    spark = contenders.session(args.shuffle_partitions, {})
     try:
         runs = measure(spark, data, names, args.repeat)
     finally:
