@@ -312,6 +312,18 @@ def test_shown_gains_coded_per_position_come_back_exactly(spark):
     assert top == 0.0 and math.copysign(1.0, top) == -1.0  # the -0.0 gain at position 1 came back as -0.0
 
 
+def test_a_table_gain_gives_each_listed_grade_its_gain_and_any_other_grade_null(spark):
+    """A table gain, one comparison per listed grade: -0.0 is the grade 0.0 (as SQL compares them),
+    a listed gain of -0.0 keeps its sign, and an unlisted grade, NaN or null gives null."""
+    from ndcg_spark.config.contract import GainMapping
+
+    grades = [0.0, -0.0, 1.0, 2.5, 3.0, float("nan"), None]
+    table = spark.createDataFrame([(g,) for g in grades], "grade double")
+    mapping = GainMapping("table", ((0.0, 5.0), (1.0, 1.0), (2.5, -0.0)))
+    got = [r[0] for r in table.select(gain(F.col("grade"), mapping)).collect()]
+    assert [repr(g) for g in got] == ["5.0", "5.0", "1.0", "-0.0", "None", "None", "None"]
+
+
 @pytest.mark.parametrize("mapping", ["exponential", "binary", {"table": {0: -0.0, 1: 1.0, 2: 3.0}},
                                      {"table": {0: 0.0, 1: 1.0, 2: 3.0}}], ids=str)
 def test_a_zero_gain_keeps_its_sign_under_every_mapping(spark, mapping):
