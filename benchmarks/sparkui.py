@@ -38,6 +38,43 @@ def jvm_counters(spark) -> dict[str, float]:
     }
 
 
+def job_spans(spark, started: float, ended: float) -> list[tuple[float, float]]:
+    """The ``(submitted, completed)`` epoch seconds of ``spark``'s jobs that ran between ``started``
+    and ``ended`` (epoch seconds), from the driver's status store (kept with the UI off too), once
+    its listeners have caught up with the last job's end."""
+    context = spark.sparkContext._jsc.sc()
+    context.listenerBus().waitUntilEmpty()
+    jobs = context.statusStore().jobsList(None)
+    spans = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        if job.submissionTime().isEmpty() or job.completionTime().isEmpty():
+            continue
+        span = (job.submissionTime().get().getTime() / 1000.0, job.completionTime().get().getTime() / 1000.0)
+        if span[1] >= started and span[0] <= ended:
+            spans.append(span)
+    return spans
+
+
+def busy_seconds(spans: list[tuple[float, float]], started: float, ended: float) -> float:
+    """How long at least one of ``spans`` ran between ``started`` and ``ended``: their union, cut to
+    that window. The rest of the window is the driver's alone (expressions built, plans analysed,
+    optimised and planned, results read).
+
+    >>> busy_seconds([(1.0, 3.0), (2.0, 4.0), (6.0, 7.0), (9.5, 12.0)], 0.0, 10.0)
+    4.5
+    >>> busy_seconds([], 0.0, 10.0)
+    0.0
+    """
+    total, reached = 0.0, started
+    for begin, end in sorted(spans):
+        begin, end = max(begin, reached), min(end, ended)
+        if end > begin:
+            total += end - begin
+            reached = end
+    return total
+
+
 def collect(spark, work_started: float, before: dict[str, float]) -> dict:
     """The profile of the work that started at ``work_started`` (epoch seconds) in ``spark``'s
     application, whose UI is on: jobs, SQL queries with their operators' metrics, and the JVM

@@ -33,31 +33,40 @@ WARM_RATIOS = (("e/b", "ndcg_spark_evaluator_number", "evaluator"), ("h/b", "laz
 
 
 def measure(spark, data: Path, names: list[str], repeat: int) -> dict:
-    """Every contender of ``names`` ``repeat`` times in turn in ``spark``: per run its wall and
-    JVM CPU seconds, the JIT's seconds and its number."""
+    """Every contender of ``names`` ``repeat`` times in turn in ``spark``: per run its wall
+    seconds, split into the time its Spark jobs ran and the rest (planning: the driver building,
+    analysing and planning its queries), its JVM CPU seconds, the JIT's seconds and its number."""
     jvm = contenders.JvmPeak(spark)
     runs = {name: [] for name in names}
     for round_ in range(repeat):
         for name in names:
             spark.catalog.clearCache()  # no contender reads another's cache
-            before, cpu0, t0 = sparkui.jvm_counters(spark), jvm.cpu_s(), time.perf_counter()
+            before, cpu0 = sparkui.jvm_counters(spark), jvm.cpu_s()
+            t0, epoch0 = time.perf_counter(), time.time()
             mean = contenders.ONE_MEAN[name](spark, spark.read.parquet(str(data / "candidates")))
-            wall, cpu = time.perf_counter() - t0, jvm.cpu_s() - cpu0
+            wall, epoch1, cpu = time.perf_counter() - t0, time.time(), jvm.cpu_s() - cpu0
             jit = sparkui.jvm_counters(spark)["jit_s"] - before["jit_s"]
-            runs[name].append({"work_s": wall, "cpu_s": cpu, "jit_s": jit, "mean": mean})
-            print(f"  {run.LABELS[name]:<34} round {round_ + 1}  {wall:6.2f} s  (JVM CPU {cpu:5.1f} s, "
-                  f"JIT {jit:5.1f} s)", flush=True)
+            jobs = sparkui.busy_seconds(sparkui.job_spans(spark, epoch0, epoch1), epoch0, epoch1)
+            runs[name].append({"work_s": wall, "jobs_s": jobs, "planning_s": max(wall - jobs, 0.0), "cpu_s": cpu,
+                               "jit_s": jit, "mean": mean})
+            print(f"  {run.LABELS[name]:<34} round {round_ + 1}  {wall:6.2f} s  (planning {wall - jobs:5.2f} s, "
+                  f"jobs {jobs:5.2f} s; JVM CPU {cpu:5.1f} s, JIT {jit:5.1f} s)", flush=True)
     return runs
 
 
 def summary(runs: dict) -> dict:
-    """Per contender its first run, best warm run and own start (first - best); the warm ratios;
-    the largest difference between the contenders' numbers."""
+    """Per contender its first run, best warm run and own start (first - best), each also split
+    into planning and jobs; the warm ratios; the largest difference between the contenders' numbers."""
     out = {"contenders": {}, "ratios": {}}
     for name, rs in runs.items():
-        first, best = rs[0]["work_s"], min(r["work_s"] for r in rs[1:])
-        out["contenders"][name] = {"first_s": first, "best_warm_s": best, "own_start_s": first - best,
-                                   "first_jit_s": rs[0]["jit_s"], "first_cpu_s": rs[0]["cpu_s"]}
+        first, best = rs[0], min(rs[1:], key=lambda r: r["work_s"])
+        out["contenders"][name] = {
+            "first_s": first["work_s"], "best_warm_s": best["work_s"], "own_start_s": first["work_s"] - best["work_s"],
+            **{f"{when}_{part}_s": r[f"{part}_s"] for when, r in (("first", first), ("warm", best))
+               for part in ("planning", "jobs")},
+            **{f"own_start_{part}_s": first[f"{part}_s"] - best[f"{part}_s"] for part in ("planning", "jobs")},
+            "first_jit_s": first["jit_s"], "first_cpu_s": first["cpu_s"],
+        }
     best = {name: c["best_warm_s"] for name, c in out["contenders"].items()}
     for key, num, den in WARM_RATIOS:
         if num in best and den in best:
@@ -68,11 +77,13 @@ def summary(runs: dict) -> dict:
 
 
 def report(figures: dict, rows: int) -> str:
-    lines = [f"{rows:,} rows, one session: first run (in the order run), best warm run, and their difference",
-             f"  {'contender':<34} {'first':>8} {'warm':>8} {'own start':>10} {'JIT (first)':>12}"]
+    lines = [f"{rows:,} rows, one session: first run (in the order run), best warm run, and their difference;",
+             "each in seconds and as planning + jobs (the time outside every Spark job + the time one ran)",
+             f"  {'contender':<34} {'first':>20} {'warm':>20} {'own start':>20} {'JIT (first)':>12}"]
     for name, c in figures["contenders"].items():
-        lines.append(f"  {run.LABELS[name]:<34} {c['first_s']:7.2f}s {c['best_warm_s']:7.2f}s "
-                     f"{c['own_start_s']:9.2f}s {c['first_jit_s']:11.1f}s")
+        cells = [f"{c[total]:5.2f} = {c[f'{when}_planning_s']:4.2f} + {c[f'{when}_jobs_s']:5.2f}"
+                 for total, when in (("first_s", "first"), ("best_warm_s", "warm"), ("own_start_s", "own_start"))]
+        lines.append(f"  {run.LABELS[name]:<34} {' '.join(f'{cell:>20}' for cell in cells)} {c['first_jit_s']:11.1f}s")
     lines.append("warm ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in figures["ratios"].items()))
     lines.append(f"the contenders' numbers agree to {figures['max_diff']:.1e}")
     return "\n".join(lines)

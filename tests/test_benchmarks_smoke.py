@@ -202,6 +202,16 @@ def test_the_ui_metric_texts_are_read_as_totals_and_seconds():
         == [0.984, 5.8, 90.0, 7200.0, 0.0, 0.0]
 
 
+def test_the_time_some_job_ran_counts_overlapping_jobs_once_and_only_inside_the_window():
+    """benchmarks/sparkui.py's busy_seconds: the union of the jobs' spans, cut to the run's window
+    (warm.py's planning time is the rest of the window)."""
+    sparkui = _benchmark_module("sparkui")
+    assert sparkui.busy_seconds([(1.0, 3.0), (2.0, 4.0), (6.0, 7.0), (9.5, 12.0)], 0.0, 10.0) == 4.5
+    assert sparkui.busy_seconds([(2.0, 8.0), (3.0, 4.0), (1.0, 2.5)], 0.0, 10.0) == 7.0  # one inside another
+    assert sparkui.busy_seconds([(-5.0, 1.0), (11.0, 12.0)], 0.0, 10.0) == 1.0  # before and after the window
+    assert sparkui.busy_seconds([(4.0, 4.0)], 0.0, 10.0) == 0.0 and sparkui.busy_seconds([], 0.0, 10.0) == 0.0
+
+
 @pytest.mark.slow  # a benchmark's contender in a fresh process
 def test_the_breakdown_names_the_jobs_and_each_operators_time(tmp_path):
     """benchmarks/breakdown.py runs one contender with Spark's UI on and prints its jobs, the JVM's
@@ -242,8 +252,13 @@ def test_the_warm_session_runs_each_contender_in_turn_and_they_agree(tmp_path):
     means = [r["mean"] for runs in figures["runs"].values() for r in runs]
     assert 0.0 < means[0] < 1.0 and max(means) - min(means) <= TOL
     assert set(figures["ratios"]) == {"e/b", "h/b", "f/b", "e/f"}
+    for name, runs in figures["runs"].items():
+        for r in runs:  # every contender runs Spark jobs; the rest of its time is the driver's planning
+            assert 0.0 < r["jobs_s"] <= r["work_s"] + 0.05 and r["planning_s"] >= 0.0, (name, r)
     for name, c in figures["contenders"].items():
         assert c["best_warm_s"] == figures["runs"][name][1]["work_s"], name
         assert c["own_start_s"] == pytest.approx(c["first_s"] - c["best_warm_s"]), name
     assert re.search(r"^warm ratios: e/b \d+\.\d\d, h/b \d+\.\d\d, f/b \d+\.\d\d, e/f \d+\.\d\d$", proc.stdout, re.M)
     assert "(e) score_requests, (b)'s number" in proc.stdout
+    split = r"-?\d+\.\d\d = +-?\d+\.\d\d \+ +-?\d+\.\d\d"  # seconds = planning + jobs (a warm run may plan longer)
+    assert re.search(rf"^  \(e\) score_requests, \(b\)'s number +{split} +{split} +{split} ", proc.stdout, re.M)
