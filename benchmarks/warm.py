@@ -13,7 +13,10 @@ also pays for what they all share (the session's first read, aggregation and shu
 (f) goes first so that this falls on the least work. The later runs are warm, and the best of them
 is the contender's warm cost. For each contender the script prints its first run, its best warm
 run and the difference between the two (the contender's own start), with the JVM's JIT seconds and
-CPU seconds. It then prints the warm ratios and checks that the contenders' numbers agree.
+CPU seconds. Each of the three is also split into *planning* (the time no Spark job of the run was
+running: the driver building, analysing and planning the queries and reading their results) +
+*jobs* (the time one was, from the driver's status store). It then prints the warm ratios and
+checks that the contenders' numbers agree.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ def measure(spark, data: Path, names: list[str], repeat: int) -> dict:
             wall, epoch1, cpu = time.perf_counter() - t0, time.time(), jvm.cpu_s() - cpu0
             jit = sparkui.jvm_counters(spark)["jit_s"] - before["jit_s"]
             jobs = sparkui.busy_seconds(sparkui.job_spans(spark, epoch0, epoch1), epoch0, epoch1)
-            runs[name].append({"work_s": wall, "jobs_s": jobs, "planning_s": max(wall - jobs, 0.0), "cpu_s": cpu,
-                               "jit_s": jit, "mean": mean})
-            print(f"  {run.LABELS[name]:<34} round {round_ + 1}  {wall:6.2f} s  (planning {wall - jobs:5.2f} s, "
+            planning = max(wall - jobs, 0.0)
+            runs[name].append({"work_s": wall, "jobs_s": jobs, "planning_s": planning, "cpu_s": cpu, "jit_s": jit,
+                               "mean": mean})
+            print(f"  {run.LABELS[name]:<34} round {round_ + 1}  {wall:6.2f} s  (planning {planning:5.2f} s, "
                   f"jobs {jobs:5.2f} s; JVM CPU {cpu:5.1f} s, JIT {jit:5.1f} s)", flush=True)
     return runs
 
