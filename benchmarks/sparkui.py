@@ -1,6 +1,7 @@
-"""Where a contender's time went: its Spark jobs and the time each operator took, read from Spark's
-own UI (its REST API) before the session stops, and the JVM's time compiling code and collecting
-garbage. Used by ``benchmarks/contenders.py --profile FILE`` and printed by ``benchmarks/breakdown.py``.
+"""Where a contender's time went: its Spark jobs (the driver's status store) and the time each
+operator took (Spark's UI, its REST API), read before the session stops, and the JVM's time
+compiling code and collecting garbage. Used by ``benchmarks/contenders.py --profile FILE`` and
+printed by ``benchmarks/breakdown.py``; ``benchmarks/warm.py`` splits its runs by the jobs' spans.
 
 The operator times are Spark's SQL metrics: summed over the tasks (on 2 cores, about twice the wall
 time they take), and a pipelined operator's time includes what it pulls from the operators before
@@ -9,7 +10,6 @@ it (a ``HashAggregate``'s "aggregation build" covers the expressions feeding it,
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import time
@@ -38,22 +38,29 @@ def jvm_counters(spark) -> dict[str, float]:
     }
 
 
-def job_spans(spark, started: float, ended: float) -> list[tuple[float, float]]:
-    """The ``(submitted, completed)`` epoch seconds of ``spark``'s jobs that ran between ``started``
-    and ``ended`` (epoch seconds), from the driver's status store (kept with the UI off too), once
-    its listeners have caught up with the last job's end."""
+def jobs(spark) -> list[dict]:
+    """Every finished job of ``spark``'s application: its id, name, tasks, and its submission and
+    completion (epoch seconds), from the driver's status store (kept with the UI off too), once its
+    listeners have caught up with the last job's end."""
     context = spark.sparkContext._jsc.sc()
     context.listenerBus().waitUntilEmpty()
-    jobs = context.statusStore().jobsList(None)
-    spans = []
-    for i in range(jobs.size()):
-        job = jobs.apply(i)
+    listed = context.statusStore().jobsList(None)
+    out = []
+    for i in range(listed.size()):
+        job = listed.apply(i)
         if job.submissionTime().isEmpty() or job.completionTime().isEmpty():
             continue
-        span = (job.submissionTime().get().getTime() / 1000.0, job.completionTime().get().getTime() / 1000.0)
-        if span[1] >= started and span[0] <= ended:
-            spans.append(span)
-    return spans
+        out.append({"id": job.jobId(), "name": job.name(), "tasks": job.numTasks(),
+                    "submitted": job.submissionTime().get().getTime() / 1000.0,
+                    "completed": job.completionTime().get().getTime() / 1000.0})
+    return out
+
+
+def job_spans(spark, started: float, ended: float) -> list[tuple[float, float]]:
+    """The ``(submitted, completed)`` epoch seconds of the :func:`jobs` that ran between ``started``
+    and ``ended`` (epoch seconds)."""
+    return [(j["submitted"], j["completed"]) for j in jobs(spark)
+            if j["completed"] >= started and j["submitted"] <= ended]
 
 
 def busy_seconds(spans: list[tuple[float, float]], started: float, ended: float) -> float:
@@ -81,12 +88,8 @@ def collect(spark, work_started: float, before: dict[str, float]) -> dict:
     counters' growth since ``before`` (:func:`jvm_counters` at the work's start)."""
     base = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}"
     after = jvm_counters(spark)
-    jobs = [
-        {"id": j["jobId"], "name": j["name"], "tasks": j["numTasks"],
-         "submitted": _epoch(j["submissionTime"]) - work_started,
-         "completed": _epoch(j["completionTime"]) - work_started}
-        for j in _get(f"{base}/jobs") if j.get("completionTime")
-    ]
+    run = [{**j, "submitted": j["submitted"] - work_started, "completed": j["completed"] - work_started}
+           for j in jobs(spark)]
     queries = [
         {"id": q["id"], "description": q["description"], "duration_s": q["duration"] / 1000.0,
          "operators": [{"name": n["nodeName"], "metrics": {m["name"]: _total(m["value"]) for m in n.get("metrics", [])
@@ -94,7 +97,7 @@ def collect(spark, work_started: float, before: dict[str, float]) -> dict:
                        for n in q["nodes"]]}
         for q in _get(f"{base}/sql?details=true&planDescription=false&offset=0&length=10000")
     ]
-    return {"jvm": {key: after[key] - before[key] for key in after}, "jobs": sorted(jobs, key=lambda j: j["id"]),
+    return {"jvm": {key: after[key] - before[key] for key in after}, "jobs": sorted(run, key=lambda j: j["id"]),
             "queries": queries}
 
 
@@ -140,11 +143,6 @@ def _total(value: str) -> str:
     lines = value.splitlines()
     text = lines[1] if len(lines) > 1 and lines[0].startswith("total") else lines[0] if lines else ""
     return text.split(" (")[0].strip()
-
-
-def _epoch(stamp: str) -> float:
-    """The UI's ``2026-12-04T23:01:45.123GMT`` as epoch seconds."""
-    return dt.datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def _get(url: str):

@@ -11,6 +11,7 @@ lane runs the combinations that hold every value of every choice; the whole suit
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -288,8 +289,6 @@ def test_shown_gains_coded_per_position_come_back_exactly(spark):
     with 15 gain levels, max K 32 (three words: a K on each side of a word's edge), unjudged
     candidates and a gain of -0.0 (a request showing only -0.0 and unjudged in its top 32 has DCG
     -0.0), both plans give the same bits: every double compared by its repr, so -0.0 is told from 0.0."""
-    import math
-
     def grade(request: int, position: int) -> float | None:
         if request == 0:  # only -0.0 and unjudged in the top 32, a positive gain below them
             return 1.0 if position == 40 else -0.0 if position % 3 else None
@@ -331,8 +330,6 @@ def test_a_zero_gain_keeps_its_sign_under_every_mapping(spark, mapping):
     it; linear: the test above); ``2^g - 1`` and binary give +0.0 for a grade of -0.0 or 0. Either
     way both plans give the same bits: requests whose top 10 show only grades of -0.0 and 0 and
     unjudged candidates (DCG +0.0 or -0.0), every double compared by its repr."""
-    import math
-
     def grade(request: int, position: int) -> float | None:
         if position > 10:
             return 2.0 if position == 12 else None  # a positive gain below the top 10: an ideal
