@@ -13,12 +13,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ndcg_spark.version import __version__
 
 # public name -> module that defines it (imported lazily, PEP 562)
 _EXPORTS = {
     "Contract": "ndcg_spark.config.contract",
-    "GainMapping": "ndcg_spark.config.contract",
+    "GainMapping": "ndcg_spark.config.gain",
     "ColumnMapping": "ndcg_spark.config.contract",
     "NdcgError": "ndcg_spark.errors",
     "ContractError": "ndcg_spark.errors",
@@ -26,7 +26,7 @@ _EXPORTS = {
     "EmptyIdealError": "ndcg_spark.errors",
     "score_requests": "ndcg_spark.scoring.score",
     "gain": "ndcg_spark.metrics.gain",
-    "Attributes": "ndcg_spark.scoring.attributes",
+    "Attributes": "ndcg_spark.config.attributes",
     "JobConfig": "ndcg_spark.job.config",
     "AggregateSpec": "ndcg_spark.config.aggregate_spec",
     "aggregate": "ndcg_spark.aggregation.means",
@@ -54,10 +54,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.aggregation.worst_slice import audit
     from ndcg_spark.config.aggregate_spec import AggregateSpec
     from ndcg_spark.job.config import JobConfig
-    from ndcg_spark.config.contract import ColumnMapping, Contract, GainMapping
+    from ndcg_spark.config.contract import ColumnMapping, Contract
+    from ndcg_spark.config.gain import GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError
     from ndcg_spark.metrics.gain import gain
-    from ndcg_spark.scoring.attributes import Attributes
+    from ndcg_spark.config.attributes import Attributes
     from ndcg_spark.scoring.score import score_requests
     from ndcg_spark.config.validation_spec import ValidationSpec
     from ndcg_spark.validation.accounting import RowAccounting

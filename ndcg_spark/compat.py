@@ -1,13 +1,15 @@
-"""What differs between the supported pyspark versions (3.5 to 4.x), decided once, here.
+"""What differs between the supported pyspark versions (3.5 to 4.x) and between a classic and a
+Spark Connect session, decided once, here.
 
-Every other module calls these helpers instead of testing the version itself, so a difference
-between versions is one branch in one place, and the same inputs give the same numbers on every
-supported version (``tests/test_versions.py`` checks the per-request rows across versions).
+Every other module calls these helpers instead of testing the version or the kind of session
+itself, so a difference is one branch in one place, and the same inputs give the same numbers on
+every supported version (``tests/test_versions.py`` checks the per-request rows across versions).
+The few reads that need the driver's JVM (a classic session's, Spark Connect has none) are here too.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 #: ``Column.try_cast`` arrived in pyspark 4.0; 3.5 has TRY_CAST only in its SQL.
@@ -39,6 +41,43 @@ def coalesces_cached_plans_safely(session: SparkSession) -> bool:
     stage at all. So on 3.5 the session's own setting is left alone."""
     major = session.version.split(".", 1)[0]
     return major.isdigit() and int(major) >= 4
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (it has no ``sparkContext``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def application_id(spark: SparkSession) -> str | None:
+    """The Spark application id of the session's driver (``local-…``, ``app-…``, ``application_…``),
+    or None when the session does not say (a Spark Connect server may keep it to itself)."""
+    if not is_connect(spark):
+        return spark.sparkContext.applicationId
+    try:
+        return spark.conf.get("spark.app.id", None)
+    except Exception:  # noqa: BLE001 - a server that refuses the read: the id is just unknown
+        return None
+
+
+def default_parallelism(spark: SparkSession) -> int | None:
+    """How many tasks the session runs at once by default (its cores), or None when a Spark
+    Connect session does not say (``spark.default.parallelism`` unset on the server)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return int(configured) if configured else None
+
+
+def size_in_bytes(spark: SparkSession, size: str) -> int:
+    """A size setting's text (``"64MB"``) in bytes, as the driver's JVM reads it (a classic session)."""
+    return int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(size))
+
+
+def estimated_bytes(df: DataFrame) -> int:
+    """Spark's estimate of ``df``'s size: its files', a cached plan's measured size, a local
+    relation's rows; Long.MaxValue when Spark cannot tell (then nothing is small). A classic
+    session's (its driver's JVM plans it)."""
+    return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
 
 
 def _quoted(name: str) -> str:

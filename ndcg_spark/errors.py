@@ -136,6 +136,9 @@ def describe_spark_error(exc: BaseException) -> str | None:
     if _is_spark_error(exc):
         text = (exc.getMessage() if hasattr(exc, "getMessage") else str(exc)) or str(exc)
         lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+        worker = _python_worker_error(lines)
+        if worker is not None:
+            return worker
         return lines[0] if lines else type(exc).__name__
     try:
         from py4j.protocol import Py4JError, Py4JJavaError
@@ -153,6 +156,28 @@ def describe_spark_error(exc: BaseException) -> str | None:
     if isinstance(exc, Py4JError):
         return "the connection to the Spark JVM failed"
     return None
+
+
+#: how a Python worker's missing module begins (:func:`_python_worker_error`)
+NODE_MODULE_MISSING = "a Python worker failed: ModuleNotFoundError"
+#: the last line of a Python traceback: ``ModuleNotFoundError: No module named 'numpy'``
+_PYTHON_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b:?")
+
+
+def _python_worker_error(lines: list[str]) -> str | None:
+    """For an error a Python worker raised (its traceback in the message, whose first line only
+    says that a worker failed): the Python error itself -- and, for a module the executors' Python
+    lacks, what it needs (docs/deploy.md). None for any other error."""
+    if not any("Traceback (most recent call last)" in line for line in lines):
+        return None
+    error = next((line for line in reversed(lines) if _PYTHON_ERROR_LINE.match(line)), None)
+    if error is None:
+        return None
+    text = f"a Python worker failed: {error}"
+    if text.startswith(NODE_MODULE_MISSING):
+        text += (" -- the executors' Python needs numpy, pyarrow and pandas (pyspark's sql extra) for the "
+                 "bootstrap and sign-flip replicates: install them on every node or ship a virtualenv (docs/deploy.md)")
+    return text
 
 
 def _is_spark_error(exc: BaseException) -> bool:
@@ -214,6 +239,8 @@ def spark_errors_as_input_errors(what: str) -> Iterator[None]:
                 "writing there). Re-run when nothing else writes it (run again with --debug for the full trace).",
                 path,
             ) from exc
+        if text.startswith(NODE_MODULE_MISSING):  # the nodes' Python, not the input
+            raise InputError(f"{what}: {text} (run again with --debug for the full trace).") from exc
         raise InputError(
             f"{what}: Spark could not process the input: {text}. Check the input tables and the columns "
             "named in the config (run again with --debug for the full trace)."

@@ -10,8 +10,13 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from ndcg_spark.compat import coalesces_cached_plans_safely
-from ndcg_spark.job.session import default_parallelism, is_connect
+from ndcg_spark.compat import (
+    coalesces_cached_plans_safely,
+    default_parallelism,
+    estimated_bytes,
+    is_connect,
+    size_in_bytes,
+)
 
 # Spark's flag letting adaptive execution coalesce the shuffle partitions of a plan being cached;
 # off by default on Spark 4, so a cached aggregate keeps spark.sql.shuffle.partitions (200)
@@ -33,6 +38,20 @@ def join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str], how: 
         clause = left[key].eqNullSafe(renamed[f"_r_{key}"])
         condition = clause if condition is None else condition & clause
     return left.join(renamed, condition, how).drop(*[f"_r_{c}" for c in keys])
+
+
+def whole_number_in(value: Column, low: float, high: float) -> Column:
+    """Whether ``value`` is a whole number from ``low`` to ``high``: false for a number outside the
+    range, NaN or infinite, null for null. ``floor`` is taken only of a value in range, so no value
+    makes it fail (under ANSI mode ``floor`` of a double beyond a long's range is an overflow error,
+    and Spark may evaluate a shared ``floor`` before the range check that guards it).
+
+    >>> values = spark.createDataFrame([(2.0,), (2.5,), (1e300,), (float("inf"),), (float("nan"),), (None,)], "v double")
+    >>> [r[0] for r in values.select(whole_number_in(F.col("v"), 0, 64)).collect()]
+    [True, False, False, False, False, None]
+    """
+    in_range = (value >= F.lit(low)) & (value <= F.lit(high))  # NaN is above every number in Spark
+    return in_range & (value == F.floor(F.when(in_range, value)))
 
 
 def persist_coalesced(df: DataFrame) -> DataFrame:
@@ -123,16 +142,9 @@ def _partitions_for_small(frames: list[DataFrame]) -> int | None:
     cores = default_parallelism(spark)
     if cores is None or cores >= int(spark.conf.get(SHUFFLE_PARTITIONS)):
         return None
-    advisory = spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
-        spark.conf.get(ADVISORY_PARTITION_SIZE)  # the session's value, or Spark's default ("64MB")
-    )
-    return cores if sum(estimated_bytes(df) for df in frames) <= cores * int(advisory) else None
-
-
-def estimated_bytes(df: DataFrame) -> int:
-    """Spark's estimate of ``df``'s size: its files', a cached plan's measured size, a local
-    relation's rows; Long.MaxValue when Spark cannot tell (then nothing is small)."""
-    return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    # the session's value, or Spark's default ("64MB")
+    advisory = size_in_bytes(spark, spark.conf.get(ADVISORY_PARTITION_SIZE))
+    return cores if sum(estimated_bytes(df) for df in frames) <= cores * advisory else None
 
 
 def spread_over_cores(df: DataFrame, key: Column) -> DataFrame:

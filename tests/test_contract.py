@@ -134,7 +134,8 @@ def test_import_is_instant_and_starts_nothing():
 
 # ----------------------------------------------------------------------------- presets
 TREC_EVAL_SPELLED_OUT = {"gain": "linear", "discount": "log2", "order": "score", "ties": "doc_id_desc",
-                         "ideal_from": "judgments", "unjudged": "separate", "empty_ideal": "zero"}
+                         "ideal_from": "judgments", "unjudged": "separate", "empty_ideal": "zero",
+                         "negative_grades": "zero"}
 
 
 def test_preset_resolves_to_explicit_fields_with_the_same_fingerprint():

@@ -23,7 +23,7 @@ from tests.oracle import dcg_at_k
 CANDS = "request_id string, doc_id string, position int, grade double"
 ROWS = [("q1", "a", 1, 1.0), ("q1", "b", 2, 3.0), ("q1", "c", 3, 0.0), ("q2", "a", 1, 2.0), ("q2", "b", 2, 0.0)]
 #: what the rules read of a contract, as shell_check.rules_read gives it
-READ = ("columns", "gain", "max_grade", "order")
+READ = ("columns", "gain", "max_grade", "order", "negative_grades")
 
 
 @pytest.fixture

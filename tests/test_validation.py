@@ -62,6 +62,8 @@ def _case(rule):
         return c, [(r, "a", float("nan")), j[1]], a, {"judgments": 1}, WIDE
     if rule == "grade_not_in_gain_table":
         return c, [(r, "a", 5.0), j[1]], a, {"judgments": 1}, WIDE
+    if rule == "grade_above_max_grade":  # the batch declares max_grade: 3
+        return c, [(r, "a", 4.0), j[1]], a, {"judgments": 1}, WIDE
     if rule == "position_invalid":
         return [c[0], (r, "b", "s1", 0, 0.8)], j, a, {"candidates": 1}, {"candidates": 2}
     if rule == "score_invalid":
@@ -84,9 +86,9 @@ def _case(rule):
 DATA_RULES = [r.name for r in RULES if r.quarantinable and not r.name.startswith("trec_")]
 SCORE_ORDER_RULES = ("score_invalid", "grade_not_in_gain_table")
 BATCHES = {
-    # position order, exponential gain; grades arrive as strings (so grade_not_numeric can happen)
+    # position order, exponential gain, grades 0 .. 3; grades arrive as strings (so grade_not_numeric can happen)
     "position": (
-        Contract(k=[1, 3]),
+        Contract(k=[1, 3], max_grade=3),
         {"max_candidates_per_request": 3},
         [r for r in DATA_RULES if r not in SCORE_ORDER_RULES],
         "request_id string, doc_id string, grade string",
@@ -156,7 +158,7 @@ def _inputs(spark, c, j, a, schemas=None):
 def test_every_data_rule_has_a_case():
     assert set(DATA_RULES) == set(BATCH_OF) == {
         "request_id_missing", "doc_id_missing", "grade_not_numeric", "grade_negative", "grade_not_finite",
-        "grade_not_in_gain_table", "position_invalid", "score_invalid", "weight_invalid", "doc_repeated",
+        "grade_not_in_gain_table", "grade_above_max_grade", "position_invalid", "score_invalid", "weight_invalid", "doc_repeated",
         "position_repeated", "too_many_candidates", "judgment_conflict",
     }
 

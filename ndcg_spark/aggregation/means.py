@@ -64,6 +64,7 @@ from ndcg_spark.aggregation.point import (check_one_row_per_request, check_weigh
                                           stage2_rows)
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.frames import join_null_safe, shuffles_sized_to
+from ndcg_spark.version import __version__
 
 __all__ = ["aggregate"]
 
@@ -114,7 +115,6 @@ def aggregate(
       (rule ``duplicate_request``): without intervals one more small job asks at once, with them
       the query that computes the result fails.
     """
-    from ndcg_spark import __version__
 
     spec = spec or AggregateSpec()
     rows, slice_cols = stage2_rows(per_request, spec)

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ndcg_spark.aggregation.columns import RUN_METADATA_SCHEMA
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.version import __version__
 
 __all__ = ["run_metadata"]
 
@@ -45,7 +46,6 @@ def run_metadata(
     +----------+--------------------+----+
     <BLANKLINE>
     """
-    from ndcg_spark import __version__
 
     stamp = created_at or dt.datetime.now(dt.timezone.utc)
     counts = {str(k): int(v) for k, v in sorted(row_counts.items())}

@@ -79,6 +79,7 @@ from ndcg_spark.errors import InputError
 from ndcg_spark.frames import nulls_first, persist_coalesced, shuffles_sized_to
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import OVERALL, roll_up
+from ndcg_spark.version import __version__
 
 __all__ = ["compare"]
 
@@ -166,7 +167,6 @@ def compare(
     returns); the result is a small DataFrame of one row per slice × K built from the collected
     rows. Nothing per request is collected.
     """
-    from ndcg_spark import __version__
 
     if spec is None:
         spec = CompareSpec(baseline=baseline, candidate=candidate, **options)

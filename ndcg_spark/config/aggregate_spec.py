@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
+    DEFAULT_BUCKETS,
+    DEFAULT_LEVEL,
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
     MAX_REPLICATES,
     MIN_REPLICATES,
     bootstrap_fields,
@@ -69,10 +73,10 @@ class AggregateSpec:
 
     slices: tuple[str, ...] = ()
     min_eligible: int = 30
-    ci_level: float = 0.95
-    replicates: int = 1000
-    seed: int = 0
-    buckets: int = 1024
+    ci_level: float = DEFAULT_LEVEL
+    replicates: int = DEFAULT_REPLICATES
+    seed: int = DEFAULT_SEED
+    buckets: int = DEFAULT_BUCKETS
     default_weight: float | None = None
 
     def __post_init__(self) -> None:

@@ -20,6 +20,11 @@ from ndcg_spark.config.checks import is_int
 from ndcg_spark.errors import ContractError
 
 __all__ = [
+    "DEFAULT_BUCKETS",
+    "DEFAULT_LEVEL",
+    "DEFAULT_PERMUTATIONS",
+    "DEFAULT_REPLICATES",
+    "DEFAULT_SEED",
     "MAX_BUCKETS",
     "MAX_REPLICATES",
     "MIN_BUCKETS",
@@ -33,6 +38,11 @@ __all__ = [
     "require_seed",
 ]
 
+#: the defaults of every ``bootstrap:`` section (the aggregates', the comparison's, the guardrails'):
+#: a 95% interval of 1000 replicates, seed 0, over 1024 random groups per slice cell where the stage
+#: resamples groups; and the comparison's 1000 sign flips
+DEFAULT_LEVEL, DEFAULT_REPLICATES, DEFAULT_SEED, DEFAULT_BUCKETS = 0.95, 1000, 0, 1024
+DEFAULT_PERMUTATIONS = 1000
 MAX_REPLICATES = 100_000
 #: fewer replicates than this make a poor percentile interval
 MIN_REPLICATES = 20

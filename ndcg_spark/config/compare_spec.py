@@ -11,6 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
+    DEFAULT_BUCKETS,
+    DEFAULT_LEVEL,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
     MAX_REPLICATES,
     MIN_PERMUTATIONS,
     MIN_REPLICATES,
@@ -113,12 +118,12 @@ class CompareSpec:
     kind: str = "reranker"
     tie_tolerance: float = 1e-9
     min_paired: int = 30
-    ci_level: float = 0.95
-    replicates: int = 1000
-    permutations: int = 1000
-    seed: int = 0
+    ci_level: float = DEFAULT_LEVEL
+    replicates: int = DEFAULT_REPLICATES
+    permutations: int = DEFAULT_PERMUTATIONS
+    seed: int = DEFAULT_SEED
     slices: tuple[str, ...] | None = None
-    buckets: int = 1024
+    buckets: int = DEFAULT_BUCKETS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "baseline", Side.parse(self.baseline, "compare.baseline"))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -33,90 +32,22 @@ from typing import Any
 import yaml
 
 from ndcg_spark.config.checks import require_choice, validate_identifier
+from ndcg_spark.config.gain import GainMapping
 from ndcg_spark.config.presets import resolve_preset
 from ndcg_spark.errors import ContractError
 
 CONTRACT_VERSION = 1
 
-GAIN_KINDS = ("exponential", "linear", "table", "binary")
 DISCOUNTS = ("log2",)
 ORDERS = ("auto", "position", "score")
 TIES = ("doc_id", "average", "doc_id_desc")
 IDEAL_FROM = ("candidates", "judgments")
 UNJUDGED = ("zero", "exclude", "separate")
 EMPTY_IDEAL = ("exclude", "zero", "error")
-
-def _number(value: Any, path: str, *, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ContractError(path, f"must be a finite number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ContractError(path, f"must be a non-negative number, got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class GainMapping:
-    """How a grade becomes a gain.
-
-    ``exponential``: 2^grade - 1; ``linear``: grade; ``table``: an explicit grade -> gain map
-    (a grade missing from the table is an input error, never a silent 0); ``binary``: 1 for a
-    grade > 0, else 0 (relevant or not, as Spark's ``RankingEvaluator``).
-    """
-
-    kind: str = "exponential"
-    table: tuple[tuple[float, float], ...] = ()
-
-    def __post_init__(self) -> None:
-        require_choice(self.kind, GAIN_KINDS, "contract.gain")
-        if self.kind == "table" and not self.table:
-            raise ContractError("contract.gain.table", "must map at least one grade to a gain")
-        if self.kind != "table" and self.table:
-            raise ContractError("contract.gain.table", f"is only allowed with a table gain, not {self.kind!r}")
-
-    @classmethod
-    def parse(cls, value: Any, path: str = "contract.gain") -> GainMapping:
-        """Accept ``"exponential"``, ``"linear"``, ``{"table": {grade: gain}}`` or a bare mapping."""
-        if isinstance(value, GainMapping):
-            return value
-        if isinstance(value, str):
-            if value == "table":
-                raise ContractError(path, "a table gain needs its entries: {table: {grade: gain, ...}}")
-            return cls(kind=require_choice(value, GAIN_KINDS, path))
-        if isinstance(value, Mapping):
-            entries = value.get("table", value) if set(value) <= {"table", "kind"} else value
-            if value.get("kind", "table") != "table":
-                raise ContractError(f"{path}.kind", "must be 'table' when entries are given")
-            if not isinstance(entries, Mapping) or not entries:
-                raise ContractError(f"{path}.table", "must be a non-empty mapping grade -> gain")
-            pairs = []
-            for i, (grade, gain) in enumerate(entries.items()):
-                g = _number(_coerce_key(grade), f"{path}.table[{i}]: grade")
-                pairs.append((g, _number(gain, f"{path}.table[{grade}]")))
-            grades = [g for g, _ in pairs]
-            if len(set(grades)) != len(grades):
-                raise ContractError(f"{path}.table", "lists the same grade twice")
-            return cls(kind="table", table=tuple(sorted(pairs)))
-        raise ContractError(path, f"must be exponential, linear, binary or {{table: {{grade: gain}}}}, got {value!r}")
-
-    def to_plain(self) -> str | dict[str, dict[str, float]]:
-        if self.kind != "table":
-            return self.kind
-        return {"table": {_fmt_number(g): v for g, v in self.table}}
-
-
-def _coerce_key(key: Any) -> Any:
-    """YAML keys may arrive as strings ("3"); accept them as numbers."""
-    if isinstance(key, str):
-        try:
-            return float(key)
-        except ValueError:
-            return key
-    return key
-
-
-def _fmt_number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
-
+NEGATIVE_GRADES = ("error", "zero")
+#: the fields stamped (and fingerprinted) only when declared away from their default: a contract
+#: that does not declare them keeps the fingerprint it had before they existed
+DECLARED_ONLY = {"max_grade": None, "negative_grades": "error"}
 
 @dataclass(frozen=True)
 class ColumnMapping:
@@ -177,6 +108,10 @@ class Contract:
         scale the unjudged bounds (``ndcg_unjudged_low`` / ``_high``) judge every unjudged
         candidate at; a gain table declares its own scale (its lowest and highest grade), and
         ``max_grade`` must then be one of its grades. In the fingerprint only when set.
+    negative_grades : ``"error"`` (a negative grade breaks the rule ``grade_negative``) or
+        ``"zero"`` (judged, gain 0: trec_eval's reading of a negative relevance, e.g. the Web
+        track's -2 "junk"; the ``trec_eval`` preset's; the rows are counted in the row accounting).
+        In the fingerprint only when ``zero``.
     """
 
     k: tuple[int, ...] = (1, 3, 5, 10)
@@ -189,6 +124,7 @@ class Contract:
     empty_ideal: str = "exclude"
     columns: ColumnMapping = field(default_factory=ColumnMapping)
     max_grade: float | None = None
+    negative_grades: str = "error"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", _parse_k(self.k))
@@ -200,7 +136,10 @@ class Contract:
         require_choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
         require_choice(self.unjudged, UNJUDGED, "contract.unjudged")
         require_choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
-        object.__setattr__(self, "max_grade", _parse_max_grade(self.max_grade, self.gain))
+        require_choice(self.negative_grades, NEGATIVE_GRADES, "contract.negative_grades")
+        # the gain mapping reads a negative grade as the contract says (one mapping for every reader)
+        object.__setattr__(self, "gain", replace(self.gain, negative_as_zero=self.negative_grades == "zero"))
+        object.__setattr__(self, "max_grade", self.gain.check_max_grade(self.max_grade))
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -260,8 +199,8 @@ class Contract:
             "unjudged": self.unjudged,
             "empty_ideal": self.empty_ideal,
             "columns": {f.name: getattr(self.columns, f.name) for f in fields(self.columns)},
-            # only when declared: every contract without it keeps its fingerprint
-            **({} if self.max_grade is None else {"max_grade": self.max_grade}),
+            # only when declared: every contract without them keeps its fingerprint
+            **{name: getattr(self, name) for name, default in DECLARED_ONLY.items() if getattr(self, name) != default},
         }
 
     def to_json(self) -> str:
@@ -282,39 +221,20 @@ class Contract:
     @property
     def unjudged_gains(self) -> tuple[float, float] | None:
         """The gains of the lowest and the highest grade of the declared scale -- what every
-        unjudged candidate gets under the bounds ``ndcg_unjudged_low`` / ``_high`` -- or None
-        when no scale is declared (no ``max_grade`` and no gain table).
+        unjudged candidate gets under the what-ifs ``ndcg_unjudged_low`` / ``_high`` -- or None
+        when no scale is declared (no ``max_grade`` and no gain table):
+        :meth:`GainMapping.ends <ndcg_spark.config.gain.GainMapping.ends>`.
 
         >>> Contract(max_grade=3).unjudged_gains
         (0.0, 7.0)
+        >>> Contract(gain="binary", max_grade=3).unjudged_gains
+        (0.0, 1.0)
         >>> Contract(gain={"table": {0: 0, 1: 1, 2: 3}}).unjudged_gains
         (0.0, 3.0)
         >>> Contract().unjudged_gains is None
         True
         """
-        if self.gain.kind == "table":
-            table = dict(self.gain.table)
-            top = max(table) if self.max_grade is None else self.max_grade
-            return table[min(table)], table[top]
-        if self.max_grade is None:
-            return None
-        if self.gain.kind == "exponential":
-            return 0.0, 2.0**self.max_grade - 1.0
-        return 0.0, float(self.max_grade)
-
-
-def _parse_max_grade(value: Any, gain: GainMapping) -> float | None:
-    """``contract.max_grade``: None, or a non-negative number (a listed grade with a gain table;
-    at most 1023 with exponential gain, whose 2^g - 1 would overflow above)."""
-    if value is None:
-        return None
-    grade = _number(value, "contract.max_grade")
-    if gain.kind == "table" and grade not in dict(gain.table):
-        listed = ", ".join(_fmt_number(g) for g, _ in gain.table)
-        raise ContractError("contract.max_grade", f"must be a grade of the gain table ({listed}), got {value!r}")
-    if gain.kind == "exponential" and grade > 1023:
-        raise ContractError("contract.max_grade", f"must be at most 1023 with exponential gain, got {value!r}")
-    return grade
+        return self.gain.ends(self.max_grade)
 
 
 def _parse_k(value: Any) -> tuple[int, ...]:

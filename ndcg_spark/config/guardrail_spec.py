@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ndcg_spark.config.bootstrap import (
+    DEFAULT_LEVEL,
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
     MAX_REPLICATES,
     MIN_REPLICATES,
     bootstrap_fields,
@@ -42,6 +44,7 @@ from ndcg_spark.config.checks import (
     require_number,
     validate_identifier,
 )
+from ndcg_spark.config.statistic import RATE, Statistic
 from ndcg_spark.errors import ContractError
 
 __all__ = [
@@ -59,7 +62,6 @@ OFFLINE_FLAGS = ("first_result_older_than", "first_result_unjudged", "top_k_lack
 DESIGNS = ("two_sample", "paired")
 #: the named rules of a release's outcomes table (``release.on_bad_rows`` handles the last three)
 OUTCOME_RULES = ("outcome_arm_missing", "outcome_unit_in_two_arms", "outcome_unit_unpaired", "outcome_out_of_range")
-_PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
 _CHECK_FIELDS = frozenset({"name", "source", "column", "statistic", "better", "margin", "range", "flag", "threshold",
                            "value"})
 _RELEASE_FIELDS = frozenset({"outcomes", "arm", "unit", "design", "slices", "on_bad_rows"})
@@ -98,26 +100,28 @@ class Guardrail:
     margin: float
     source: str = "release"
     column: str | None = None
-    statistic: str = "rate"
+    statistic: Statistic = RATE
     value_range: tuple[float | None, float | None] = (None, None)
     flag: str | None = None
     threshold: float | None = None
     value: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "statistic", Statistic.parse(self.statistic))
+
     @property
     def percentile(self) -> float | None:
         """The percentile of a ``pNN`` statistic as a fraction (``p95`` -> 0.95), else None."""
-        found = _PERCENTILE.match(self.statistic)
-        return None if found is None else float(found.group(1)) / 100.0
+        return self.statistic.percentile
 
     @property
     def conditional(self) -> bool:
         """Whether the statistic is over the rows that reached the event only (non-null values)."""
-        return self.statistic != "rate"
+        return self.statistic.conditional
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved declaration, in the YAML's shape (what is stamped on the guardrail table)."""
-        out: dict[str, Any] = {"name": self.name, "source": self.source, "statistic": self.statistic,
+        out: dict[str, Any] = {"name": self.name, "source": self.source, "statistic": self.statistic.name,
                                "better": self.better, "margin": {self.margin_kind: self.margin}}
         if self.source == "release":
             out.update(column=self.column, range=list(self.value_range))
@@ -147,17 +151,9 @@ class Guardrail:
                 raise ContractError(f"{path}.{key}", "is an offline guardrail's field (source: offline)")
         if "column" not in data:
             raise ContractError(f"{path}.column", "is required: the outcomes column the guardrail reads")
-        statistic = data.get("statistic", "rate")
-        if statistic not in ("rate", "mean") and not _valid_percentile(statistic):
-            raise ContractError(f"{path}.statistic",
-                                f"must be rate, mean or a percentile p1 .. p99.9 (e.g. p95); got {statistic!r}")
+        statistic = Statistic.parse(data.get("statistic", RATE), f"{path}.statistic")
         return cls(**common, column=validate_identifier(data["column"], f"{path}.column"), statistic=statistic,
                    value_range=_range(data.get("range"), f"{path}.range", statistic))
-
-
-def _valid_percentile(statistic: Any) -> bool:
-    found = _PERCENTILE.match(statistic) if isinstance(statistic, str) else None
-    return found is not None and 1.0 <= float(found.group(1)) <= 99.9
 
 
 def _margin(value: Any, path: str) -> tuple[str, float]:
@@ -168,10 +164,10 @@ def _margin(value: Any, path: str) -> tuple[str, float]:
     return kind, require_number(amount, f"{path}.{kind}", minimum=0.0)
 
 
-def _range(value: Any, path: str, statistic: str) -> tuple[float | None, float | None]:
+def _range(value: Any, path: str, statistic: Statistic) -> tuple[float | None, float | None]:
     if value is None:
-        return (0.0, 1.0) if statistic == "rate" else (None, None)
-    if statistic == "rate":
+        return (0.0, 1.0) if statistic.of_flags else (None, None)
+    if statistic.of_flags:
         if list(value) != [0, 1]:
             raise ContractError(path, f"is fixed for a rate: [0, 1] (values 0 or 1, or booleans), got {value!r}")
         return 0.0, 1.0
@@ -188,7 +184,7 @@ def _offline_fields(data: Mapping[str, Any], path: str) -> dict[str, Any]:
     if "flag" not in data:
         raise ContractError(f"{path}.flag", f"is required for source: offline ({', '.join(OFFLINE_FLAGS)})")
     flag = require_choice(data["flag"], OFFLINE_FLAGS, f"{path}.flag")
-    if data.get("statistic", "rate") != "rate":
+    if Statistic.parse(data.get("statistic", RATE), f"{path}.statistic") != RATE:
         raise ContractError(f"{path}.statistic", "must be rate for an offline guardrail (the share of requests flagged)")
     if "range" in data:
         raise ContractError(f"{path}.range", "is a release guardrail's field")
@@ -273,9 +269,9 @@ class GuardrailSpec:
 
     checks: tuple[Guardrail, ...]
     release: ReleaseSpec | None = None
-    ci_level: float = 0.95
-    replicates: int = 1000
-    seed: int = 0
+    ci_level: float = DEFAULT_LEVEL
+    replicates: int = DEFAULT_REPLICATES
+    seed: int = DEFAULT_SEED
     min_observed: int = 30
     sources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

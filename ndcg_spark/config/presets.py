@@ -14,7 +14,9 @@ Where each convention comes from (read in the tools' sources; docs/interop.md):
     docno descending (``form_res_rels.c``, ``comp_sim_docno``: ``strcmp(p2->docno, p1->docno)``;
     the rank column is ignored, ``get_trec_results.c``); the ideal from every judged document of
     the query (``rel_levels`` counts the qrels, retrieved or not); a document without a qrel
-    has gain 0; an ideal of 0 leaves NDCG at 0 (no division), and the query counts in the mean.
+    has gain 0; a negative relevance is judged with gain 0 (only ``gain > 0`` is summed, and the
+    ideal counts the levels above 0); an ideal of 0 leaves NDCG at 0 (no division), and the query
+    counts in the mean.
 ``ranking_evaluator`` (Spark's ``RankingEvaluator(metricName="ndcgAtK")`` / ``RankingMetrics.ndcgAt``)
     binary relevance: a predicted document is relevant iff it is in the label set (gain 1); the
     ideal is ``min(|labels|, k)`` ones (from the labels, retrieved or not); the prediction array's
@@ -56,6 +58,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "ideal_from": "judgments",
         "unjudged": "separate",
         "empty_ideal": "zero",
+        "negative_grades": "zero",
     }),
 })
 

@@ -77,10 +77,17 @@ RULES: tuple[Rule, ...] = (
         "grade_not_finite",
         "row",
         ("candidates", "judgments"),
-        "grade NaN or infinite, or its gain overflows (exponential gain of a grade above 1023)",
+        "grade NaN or infinite, or its gain above 2^1000, too large to sum (exponential gain of a grade above 1000)",
     ),
     Rule(
         "grade_not_in_gain_table", "row", ("candidates", "judgments"), "a grade the explicit gain table does not list"
+    ),
+    Rule(
+        "grade_above_max_grade",
+        "row",
+        ("candidates", "judgments"),
+        "a finite grade above contract.max_grade, the top of the declared judging scale (the unjudged what-ifs "
+        "judge at the scale's ends)",
     ),
     Rule(
         "position_invalid",

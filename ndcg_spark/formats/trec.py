@@ -46,17 +46,21 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.compat import try_cast_column
+from ndcg_spark.config.validation_spec import ValidationSpec
+from ndcg_spark.frames import whole_number_in
+from ndcg_spark.validation.failures import raise_on_broken_rules
 
-#: The raw line of a row read with ``keep_malformed=True``.
-TREC_LINE = "trec_line"
-#: The TREC rule a row read with ``keep_malformed=True`` breaks (null when well formed).
-TREC_RULE = "trec_rule"
+# the raw line of a row read with ``keep_malformed=True``, and the TREC rule it breaks (null when
+# well formed): columns validation reads
+from ndcg_spark.validation.tables import TREC_LINE, TREC_RULE
 
 #: Columns of :func:`read_trec_run`: qid, docno, rank, score, tag (the ``Q0`` field is dropped).
 RUN_COLUMNS = ("request_id", "doc_id", "position", "score", "system")
 #: Columns of :func:`read_trec_qrels`: qid, docno, rel (the iteration field is dropped).
 QRELS_COLUMNS = ("request_id", "doc_id", "grade")
 
+#: the largest rank read as an integer (a long holds up to 2^63 - 1; a double is whole beyond 2^53)
+MAX_RANK = 2.0**53
 _RUN_FIELDS = 6
 _QRELS_FIELDS = 4
 
@@ -110,9 +114,6 @@ def _finish(
 def _refuse_malformed(parsed: DataFrame, what: str) -> None:
     """Raise :class:`~ndcg_spark.errors.ValidationError` (the validation message) when a line
     breaks a TREC rule: its rule, how many lines and one of them, per rule."""
-    from ndcg_spark.config.validation_spec import ValidationSpec
-    from ndcg_spark.validation.failures import raise_on_broken_rules
-
     found = (
         parsed.filter(F.col(TREC_RULE).isNotNull())
         .groupBy(TREC_RULE)
@@ -145,11 +146,12 @@ def read_trec_run(spark: SparkSession, path: str, *, keep_malformed: bool = Fals
     """
     lines = _lines(spark, path, _RUN_FIELDS)
     rank, score = _number(4), _number(5)
-    not_numeric = rank.isNull() | (rank != F.floor(rank)) | score.isNull()
+    whole = whole_number_in(rank, -MAX_RANK, MAX_RANK)
+    not_numeric = rank.isNull() | ~whole | score.isNull()
     columns = {
         "request_id": _field(1),
         "doc_id": _field(3),
-        "position": F.when(rank == F.floor(rank), rank.cast("long")),
+        "position": F.when(whole, rank).cast("long"),
         "score": score,
         "system": _field(6),
     }

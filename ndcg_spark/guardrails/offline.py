@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.guardrail_spec import Guardrail
+from ndcg_spark.config.statistic import RATE
 from ndcg_spark.errors import InputError
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.guardrails.statistics import ARM, UNIT, Measure
@@ -69,7 +70,7 @@ def offline_rows(
         for k in (contract.k if g.flag == "top_k_lacks" else (None,)):
             name = f"f{len(flags)}"
             flags.append(_flag(g, k).cast("double").alias(name))
-            measures.append((g, k, Measure(name, "rate")))
+            measures.append((g, k, Measure(name, RATE)))
     per_system = ranked.groupBy("system", "pool_version", "request_id").agg(*flags)
     scored = per_request.select("system", "pool_version", "request_id", *slices).dropDuplicates(
         ["system", "pool_version", "request_id"])

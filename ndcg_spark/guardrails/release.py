@@ -72,7 +72,7 @@ def release_rows(outcomes: DataFrame, spec: GuardrailSpec, arms: tuple[str, str]
             f"{counts[f'example:{rule}']}; fix the outcomes, or set guardrails.release.on_bad_rows: quarantine "
             "to set such rows aside (counted)", rule)
     good = flagged.filter(~F.col("_bad"))
-    measures = tuple(Measure(f"g{i}", g.statistic, g.percentile) for i, g in enumerate(checks))
+    measures = tuple(Measure(f"g{i}", g.statistic) for i, g in enumerate(checks))
     rows = good.select(F.col(release.arm).alias(ARM), F.col(release.unit).cast("string").alias(UNIT),
                        *[F.col(s) for s in release.slices],
                        *[_value(g).alias(f"g{i}") for i, g in enumerate(checks)])
@@ -103,7 +103,7 @@ def _value(g: Guardrail) -> Column:
 
 def _out_of_range(g: Guardrail) -> Column:
     value = _value(g)
-    if g.statistic == "rate":
+    if g.statistic.of_flags:
         return value.isNull() | ~value.isin(0.0, 1.0)
     bad = F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
     low, high = g.value_range

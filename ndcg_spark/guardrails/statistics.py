@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.bootstrap import quantiles
+from ndcg_spark.config.statistic import MEAN, Statistic
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.resampling import poisson_weight
@@ -43,16 +44,19 @@ _ARMS = ("baseline", "candidate")
 
 @dataclass(frozen=True)
 class Measure:
-    """A column of the input and the statistic taken of it: ``rate`` or ``mean`` (of the non-null
-    values), or the percentile ``percentile`` (0.95 for p95) of the non-null values."""
+    """A column of the input and the statistic taken of it (:class:`~ndcg_spark.config.statistic.Statistic`:
+    a rate, or the mean or a percentile of the non-null values)."""
 
     column: str
-    statistic: str = "mean"
-    percentile: float | None = None
+    statistic: Statistic = MEAN
+
+    @property
+    def percentile(self) -> float | None:
+        return self.statistic.percentile
 
     @property
     def additive(self) -> bool:
-        return self.percentile is None
+        return self.statistic.additive
 
 
 def arm_statistics(

@@ -51,6 +51,7 @@ from ndcg_spark.guardrails.statistics import arm_statistics
 from ndcg_spark.guardrails.verdicts import overall_verdict, verdict
 from ndcg_spark.metrics.slices import OVERALL
 from ndcg_spark.validation.shell_check import shell_check
+from ndcg_spark.version import __version__
 
 __all__ = ["guardrail_table"]
 
@@ -97,7 +98,6 @@ def guardrail_table(
         ones by the comparison's slices; ``verdict`` per row, ``overall_verdict`` over the
         overall rows of every guardrail (and every K).
     """
-    from ndcg_spark import __version__
 
     if compare.baseline.system == compare.candidate.system:
         raise InputError("guardrails: the two sides must be different systems (the arms are system names)")
@@ -168,7 +168,7 @@ def _offline(per_request: DataFrame, candidates: DataFrame, spec: GuardrailSpec,
 def _row(g: Guardrail, k: int | None, stats: dict[str, Any], spec: GuardrailSpec,
          counts: dict[str, Any]) -> dict[str, Any]:
     """One guardrail row (without the comparison's stamps)."""
-    row = {"guardrail": g.name, "source": g.source, "statistic": g.statistic, "better": g.better,
+    row = {"guardrail": g.name, "source": g.source, "statistic": g.statistic.name, "better": g.better,
            "margin_kind": g.margin_kind, "margin": g.margin, "k": k,
            "design": spec.release.design if g.source == "release" else "paired",
            "slice_dimension": stats["slice_dimension"], "slice_value": stats["slice_value"],
@@ -188,7 +188,7 @@ def _row(g: Guardrail, k: int | None, stats: dict[str, Any], spec: GuardrailSpec
     row["verdict"] = verdict(g.better, g.margin_kind, g.margin, difference_interval=stats["difference_interval"],
                              relative_interval=stats["relative_interval"])
     row["below_min_observed"] = min(row["baseline_n_observed"], row["candidate_n_observed"]) < spec.min_observed
-    if g.statistic == "rate" and row["baseline_value"] == row["candidate_value"] in (0.0, 1.0):
+    if g.statistic.of_flags and row["baseline_value"] == row["candidate_value"] in (0.0, 1.0):
         row["verdict"] = "inconclusive"  # no event (or only events) in either arm: the bootstrap cannot bound it
     if row["below_min_observed"]:
         row["verdict"] = "inconclusive"

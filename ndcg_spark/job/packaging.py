@@ -28,11 +28,9 @@ def build_pyfiles_zip(out: str | Path) -> Path:
     """Write the ``--py-files`` zip to ``out`` and return its path."""
     import yaml
 
-    import ndcg_spark
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    packages = [Path(ndcg_spark.__file__).parent, Path(yaml.__file__).parent]
+    packages = [Path(__file__).resolve().parents[1], Path(yaml.__file__).parent]  # ndcg_spark/, yaml/
     tmp = out.with_suffix(out.suffix + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for package_dir in packages:

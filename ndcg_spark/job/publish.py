@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.errors import InputError, LeaseLost
 from ndcg_spark.job.config import Source
+from ndcg_spark.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.job.lease import Attempt, Lease
@@ -58,7 +59,6 @@ def mark_run(
     ``attempt`` is the attempt writing it (its id, start, host and Spark application; None: by
     hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``.
     """
-    from ndcg_spark import __version__
     from ndcg_spark.job.io import write_run_partitioned
 
     now = dt.datetime.now(dt.timezone.utc)

@@ -6,8 +6,9 @@ warehouse folder, extra conf). The spark-submit entry (``jobs/nightly_eval.py``)
 pyspark's own ``SPARK_REMOTE`` environment variable is set (``sc://host:15002``, or ``local[2]``
 for a local Spark Connect server) the session is a Spark Connect session and no master is set.
 
-This module is the only place that knows the two kinds of session apart (:func:`is_connect`):
-the rest of the library uses only what both have (DataFrames, ``spark.sql``, the catalog).
+Which kind a session is (:func:`~ndcg_spark.compat.is_connect`) is told apart in the version shim,
+:mod:`ndcg_spark.compat`; the rest of the library uses only what both have (DataFrames, ``spark.sql``,
+the catalog).
 """
 
 from __future__ import annotations
@@ -22,35 +23,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+# the session's kind, application and cores: read below the job layer (frames and the stages need them)
+from ndcg_spark.compat import application_id, default_parallelism, is_connect  # noqa: F401 - re-exported
+
 logger = logging.getLogger(__name__)
 
 #: every job of a run carries ``ndcg-spark:<run_id>`` and ``ndcg-spark:<run_id>:<step>``
 TAG_PREFIX = "ndcg-spark"
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (it has no ``sparkContext``)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def application_id(spark: SparkSession) -> str | None:
-    """The Spark application id of the session's driver (``local-…``, ``app-…``, ``application_…``),
-    or None when the session does not say (a Spark Connect server may keep it to itself)."""
-    if not is_connect(spark):
-        return spark.sparkContext.applicationId
-    try:
-        return spark.conf.get("spark.app.id", None)
-    except Exception:  # noqa: BLE001 - a server that refuses the read: the id is just unknown
-        return None
-
-
-def default_parallelism(spark: SparkSession) -> int | None:
-    """How many tasks the session runs at once by default (its cores), or None when a Spark
-    Connect session does not say (``spark.default.parallelism`` unset on the server)."""
-    if not is_connect(spark):
-        return spark.sparkContext.defaultParallelism
-    configured = spark.conf.get("spark.default.parallelism", None)
-    return int(configured) if configured else None
 
 
 def build_session(

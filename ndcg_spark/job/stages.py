@@ -19,7 +19,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.scoring.large import LARGE_REQUEST
 from ndcg_spark.scoring.score import score_requests
 from ndcg_spark.config.validation_spec import ValidationSpec

@@ -8,7 +8,7 @@ of every night's numbers with their denominators. :func:`night_words` and :func:
 how a night stands to the one before it; the first screen uses them too.
 
 >>> row = {"run_id": "n2", "previous_run_id": "n1", "comparable": True, "delta_macro": -0.08,
-...        "flag": "moved_with_empty_ideal_shift", "moved_macro": True, "moved_weighted": False,
+...        "moved": True, "moved_macro": True, "moved_weighted": False, "empty_ideal_shifted": True,
 ...        "empty_ideal_share_change": 0.031}
 >>> night_words(row)
 ('delta', '-0.0800 vs n1')
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ndcg_spark.config.trend_spec import TREND_FLAGS, TrendFlag, flag_mark, raised_flags
 from ndcg_spark.report.format import (
     OVERALL,
     escape,
@@ -39,7 +40,7 @@ from ndcg_spark.report.format import (
     sort_key,
     td,
 )
-from ndcg_spark.report.trend_chart import trend_chart
+from ndcg_spark.report.trend_chart import MARK_COLOURS, trend_chart
 
 __all__ = ["flag_words", "night_words", "overall_trend", "section_trend", "trend_row"]
 
@@ -74,16 +75,15 @@ def night_words(row: Row | None) -> tuple[str, str]:
 
 
 def flag_words(row: Row | None) -> list[str]:
-    """The row's flag in plain words (nothing when the night is not flagged)."""
-    flag = (row or {}).get("flag")
+    """The row's flags in plain words, one line each (nothing when the night is not flagged)."""
     out = []
-    if flag in ("moved", "moved_with_empty_ideal_shift"):
-        which = [m for m in ("macro", "weighted") if is_true(row.get(f"moved_{m}"))]
-        out.append("macro and weighted intervals do not overlap the previous night's" if len(which) == 2
-                   else "".join(w + " " for w in which) + "interval does not overlap the previous night's")
-    if flag in ("empty_ideal_shift", "moved_with_empty_ideal_shift"):
-        out.append(f"empty-ideal share moved by {fmt_points(row.get('empty_ideal_share_change'))}: "
-                   "may be traffic, not ranking")
+    for flag in raised_flags(row):
+        if flag.kind == "move":
+            which = [m for m in ("macro", "weighted") if is_true(row.get(f"moved_{m}"))]
+            out.append("macro and weighted intervals do not overlap the previous night's" if len(which) == 2
+                       else "".join(w + " " for w in which) + "interval does not overlap the previous night's")
+        else:
+            out.append(f"{flag.words} moved by {fmt_points(row.get(flag.change))}: may be traffic, not ranking")
     return out
 
 
@@ -94,16 +94,12 @@ def section_trend(data: Mapping[str, Any]) -> list[str]:
         return []
     runs = sorted({str(r.get("run_id")) for r in rows})
     current = None if data.get("run_id") is None else str(data.get("run_id"))
-    shift = next((r.get("max_empty_ideal_shift") for r in rows if r.get("max_empty_ideal_shift") is not None), None)
     out = [f"<h2 id='trend'>Trend: the last {len(runs)} runs</h2>",
            "<p class='sub'>Macro NDCG@K of each night with its interval (the bar), "
            f"{escape(runs[0])} to {escape(runs[-1])}. A line joins a night to the previous one only when they "
            "are comparable (same contract, same pool version); a break is a gap, its reason written beside the "
-           "chart. <b style='color:#c0392b'>moved</b>: the night's interval does not overlap the previous "
-           "night's. <b style='color:#d68910'>shift</b>: its share of empty-ideal requests moved by more than "
-           f"{escape(fmt_points(shift).lstrip('+') if shift is not None else 'the declared amount')}, so a "
-           "move may be traffic, not ranking. Every night's numbers, with their denominators, are in the table "
-           "under each chart.</p>"]
+           f"chart. {' '.join(_legend(flag, rows) for flag in TREND_FLAGS)} Every night's numbers, with their "
+           "denominators, are in the table under each chart.</p>"]
     for system, k in sorted({(r.get("system"), r.get("k")) for r in rows},
                             key=lambda s: sort_key({"system": s[0], "k": s[1]}, "system", "k")):
         series = sorted((r for r in rows if r.get("system") == system and r.get("k") == k),
@@ -119,7 +115,7 @@ def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str]
     for r in series:
         run, (kind, _) = str(r.get("run_id")), night_words(r)
         point = {"run": run, "value": r.get("macro_ndcg"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
-                 "flag": r.get("flag"), "note": _denominators(r)}
+                 "mark": flag_mark(raised_flags(r)), "note": _denominators(r)}
         if kind == "delta":
             point["previous"] = index.get((str(r.get("previous_run_id")), r.get("pool_version")))
         elif kind == "break":
@@ -135,6 +131,16 @@ def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str]
     return [f"<div class='card trend'><b>{escape(system)} @{escape(k)}</b> <span class='sub'>macro NDCG@{escape(k)}, "
             f"{nights}</span><div class='series'>" + trend_chart(points, runs, current=current),
             "<div class='notes'>", *notes, "</div></div>", *_series_table(series), "</div>"]
+
+
+def _legend(flag: TrendFlag, rows: Sequence[Row]) -> str:
+    """What a flag's mark on the chart means (a shift: with the declared threshold of the rows)."""
+    mark = f"<b style='color:{MARK_COLOURS[flag.kind]}'>{escape(flag.mark)}</b>"
+    if flag.kind == "move":
+        return f"{mark}: the night's {escape(flag.advice.removeprefix('its '))}."
+    threshold = next((r.get(flag.threshold) for r in rows if r.get(flag.threshold) is not None), None)
+    amount = fmt_points(threshold).lstrip("+") if threshold is not None else "the declared amount"
+    return f"{mark}: its {escape(flag.words)} moved by more than {escape(amount)}, so a move may be traffic, not ranking."
 
 
 def _denominators(r: Row) -> str:

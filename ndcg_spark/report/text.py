@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ndcg_spark.config.trend_spec import flag_text, raised_flags
 from ndcg_spark.report.format import OVERALL, resampling_unit
 from ndcg_spark.report.text_guardrails import format_guardrails
 from ndcg_spark.report.text_runs import format_runs
@@ -290,13 +291,6 @@ def _smallest_slice_deltas(rows: Rows, k: int, min_paired: Any) -> list[str]:
 
 # --- night over night ----------------------------------------------------------------------
 
-_FLAGS = {
-    "moved": "MOVED: its interval does not overlap the previous night's",
-    "moved_with_empty_ideal_shift": "MOVED, but the empty-ideal share moved too: may be traffic, not ranking",
-    "empty_ideal_shift": "the empty-ideal share moved: check the no-answer traffic",
-}
-
-
 def _change(r: Mapping[str, Any]) -> str:
     """The change from the previous comparable night, the break's reason, or ``first run``."""
     if r.get("previous_run_id") is None:
@@ -304,7 +298,8 @@ def _change(r: Mapping[str, Any]) -> str:
     if not r.get("comparable"):
         return f"BREAK ({r.get('break_reason')})"
     share = r.get("empty_ideal_share_change")
-    moved = f"; {_FLAGS[r['flag']]}" if r.get("flag") else ""
+    flags = flag_text(raised_flags(r))
+    moved = f"; {flags}" if flags else ""
     return (f"{_signed(r.get('delta_macro'))} vs {r['previous_run_id']} (empty-ideal share "
             f"{_number(None if share is None else 100 * share, '{:+.1f}')} pts){moved}")
 
@@ -315,7 +310,7 @@ def night_over_night(rows: Rows) -> str:
 
     >>> print(night_over_night([{"system": "bm25", "pool_version": "p1", "k": 10, "macro_ndcg": 0.52,
     ...     "previous_run_id": "2026-11-27", "comparable": True, "delta_macro": -0.08,
-    ...     "empty_ideal_share_change": 0.081, "flag": "moved_with_empty_ideal_shift"}]))
+    ...     "empty_ideal_share_change": 0.081, "moved": True, "empty_ideal_shifted": True}]))
     night over night (overall macro NDCG; comparable: same contract and pool version):
       bm25       p1                  10  0.5200  -0.0800 vs 2026-11-27 (empty-ideal share +8.1 pts); MOVED, but the empty-ideal share moved too: may be traffic, not ranking
     """

@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ndcg_spark.config.statistic import Statistic
 from ndcg_spark.report.format import OVERALL, fmt_count, fmt_delta, fmt_interval, fmt_points, fmt_share, sort_key
 from ndcg_spark.report.sections_comparison import comparison_pairs
 
@@ -93,7 +94,7 @@ def _signed_percent(x: Any) -> str:
 
 def is_conditional(row: Row) -> bool:
     """A mean or percentile: over the rows that reached the event, so never shown without its reach rate."""
-    return str(row.get("statistic")) != "rate"
+    return Statistic.parse(row.get("statistic")).conditional
 
 
 def guardrail_label(row: Row) -> str:

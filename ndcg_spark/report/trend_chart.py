@@ -8,7 +8,7 @@ writes beside the chart. A flagged night gets a ring and a word (red ``moved``: 
 not overlap the previous night's; amber ``shift``: the empty-ideal share moved).
 
 >>> points = [{"run": "n1", "value": 0.60, "lo": 0.58, "hi": 0.62},
-...           {"run": "n2", "value": 0.50, "lo": 0.48, "hi": 0.52, "previous": 0, "flag": "moved"},
+...           {"run": "n2", "value": 0.50, "lo": 0.48, "hi": 0.52, "previous": 0, "mark": ("moved", "move")},
 ...           {"run": "n3", "value": 0.55, "lo": 0.53, "hi": 0.57, "break": "1", "break_from": "n2"}]
 >>> svg = trend_chart(points, ["n1", "n2", "n3"], current="n3")
 >>> svg.count('class="join"'), svg.count('class="break"'), svg.count('class="ring"'), ">moved</text>" in svg
@@ -25,21 +25,21 @@ from ndcg_spark.report.format import escape, fmt_interval, fmt_mean
 
 __all__ = ["trend_chart"]
 
-#: the words and colours of a flagged night's marker
-FLAG_MARKS = {"moved": ("moved", RED), "moved_with_empty_ideal_shift": ("moved + shift", RED),
-              "empty_ideal_shift": ("shift", ORANGE)}
+#: the colour of a flagged night's marker, by its kind (:func:`~ndcg_spark.config.trend_spec.flag_mark`)
+MARK_COLOURS = {"move": RED, "shift": ORANGE}
 _LEFT, _RIGHT, _TOP, _BOTTOM = 46, 58, 24, 34
 _MIN_LABEL_SLOT = 66  # pixels a run id's label needs; thinner slots label every n-th run
 
 
 def trend_chart(points: Sequence[Mapping[str, Any]], runs: Sequence[str], *, current: str | None = None,
                 width: int = 540, height: int = 200) -> str:
-    """The SVG of one series: ``points`` (``{run, value, lo, hi, previous, break, break_from, flag, note}``)
+    """The SVG of one series: ``points`` (``{run, value, lo, hi, previous, break, break_from, mark, note}``)
     on ``runs`` (the x axis, in order).
 
     ``previous`` is the index in ``points`` of the comparable night a line joins this one to;
     ``break`` the marker of a break before this night (from ``break_from``, the run before it);
-    ``flag`` a key of :data:`FLAG_MARKS`; ``note`` goes into the point's tooltip. ``current``
+    ``mark`` a flagged night's ``(word, kind)`` (:func:`~ndcg_spark.config.trend_spec.flag_mark`);
+    ``note`` goes into the point's tooltip. ``current``
     (this run) is labelled in bold and its value written beside it.
     """
     slot = (width - _LEFT - _RIGHT) / max(len(runs), 1)
@@ -111,9 +111,9 @@ def _point(p: Mapping[str, Any], where: Mapping[str, float], y: Callable[[float]
         parts.append(f'<line x1="{x:.1f}" y1="{y(a):.1f}" x2="{x:.1f}" y2="{y(b):.1f}" stroke="{BLUE}" '
                      'stroke-width="5" stroke-opacity="0.35"/>')
     parts.append(f'<circle cx="{x:.1f}" cy="{y(value):.1f}" r="3.5" fill="{BLUE}"/>')
-    mark = FLAG_MARKS.get(str(p.get("flag")))
+    mark = p.get("mark")
     if mark is not None:
-        word, color = mark
+        word, color = mark[0], MARK_COLOURS[mark[1]]
         top = y(b) if b is not None else y(value)
         parts.append(f'<circle class="ring" cx="{x:.1f}" cy="{y(value):.1f}" r="7" fill="none" stroke="{color}" '
                      'stroke-width="2"/>')

@@ -1,43 +1,15 @@
-"""Per-request attributes (traffic weight, slice columns) and attaching them to the scored requests."""
+"""Attaching the request attributes (:class:`~ndcg_spark.config.attributes.Attributes`: traffic weight,
+slice columns) to the scored requests."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ndcg_spark.config.contract import Contract, validate_identifier
+from ndcg_spark.config.attributes import Attributes
+from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import InputError
-from ndcg_spark.scoring.columns import PER_REQUEST_COLUMNS, STAMP_COLUMNS, require_column
-
-
-@dataclass(frozen=True)
-class Attributes:
-    """Per-request attributes carried onto the per-request table.
-
-    Parameters
-    ----------
-    table : a DataFrame keyed by the request id column (joined on request id), or ``None`` to take
-        the columns from the candidates (their minimum per request, so the choice is deterministic).
-    weight : name of the traffic-weight column, or ``None`` for weight 1.0 everywhere.
-    default_weight : weight of a request with no weight value; ``None`` makes a missing weight an error.
-    slices : slice column names to carry (e.g. ``equipment_rarity``).
-    """
-
-    table: DataFrame | None = None
-    weight: str | None = None
-    default_weight: float | None = 1.0
-    slices: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "slices", tuple(self.slices))
-        if self.weight is not None:
-            validate_identifier(self.weight, "attributes.weight")
-        for i, s in enumerate(self.slices):
-            validate_identifier(s, f"attributes.slices[{i}]")
-            if s in PER_REQUEST_COLUMNS or s in STAMP_COLUMNS:
-                raise InputError(f"attributes.slices[{i}]: {s!r} collides with a per-request table column")
+from ndcg_spark.scoring.columns import require_column
 
 
 def attach_attributes(

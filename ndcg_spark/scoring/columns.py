@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.errors import InputError
 
-#: The columns of the per-request table, in order (slice columns follow ``weight``).
-PER_REQUEST_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "request_id",
-    "k",
-    "dcg",
-    "idcg",
-    "ndcg",
-    "empty_ideal",
-    "n_candidates",
-    "n_judged",
-    "n_positive",
-    "n_unjudged_in_top_k",
-    "ndcg_unjudged_low",
-    "ndcg_unjudged_high",
-    "weight",
-)
-STAMP_COLUMNS = ("contract_fingerprint",)
-#: What makes a request: nothing is ever ranked across two of them.
-REQUEST_KEYS = ("system", "pool_version", "request_id")
+# the per-request table's columns and keys, read here by both plans
+from ndcg_spark.config.per_request import PER_REQUEST_COLUMNS, REQUEST_KEYS, STAMP_COLUMNS  # noqa: F401 - re-exported
+from ndcg_spark.errors import InputError
 
 INTEGRAL_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC_TYPES = (*INTEGRAL_TYPES, T.FloatType, T.DoubleType, T.DecimalType)
@@ -52,9 +34,19 @@ def require_column(df: DataFrame, name: str, role: str, table: str, numeric: boo
         )
 
 
-#: the metrics of one K, a column each per K (:func:`metrics_columns`), one row each per K after
-#: :func:`ndcg_spark.scoring.score.rows_per_k`
-METRIC_FIELDS = ("dcg", "idcg", "n_unjudged_in_top_k", "ndcg_unjudged_low", "ndcg_unjudged_high")
+class KMetrics(NamedTuple):
+    """The metrics of one K, by name: a column each per K (:func:`metrics_columns`), one field each
+    of the row per K after :func:`ndcg_spark.scoring.score.rows_per_k`."""
+
+    dcg: Column
+    idcg: Column
+    n_unjudged_in_top_k: Column
+    ndcg_unjudged_low: Column
+    ndcg_unjudged_high: Column
+
+
+#: the fields of :class:`KMetrics`, in the per-request table's order
+METRIC_FIELDS = KMetrics._fields
 
 
 def metric_column(slot: int, field: str) -> str:
@@ -78,9 +70,15 @@ def metrics_columns(
         bounds = [None] * len(per_k)
     out = []
     for slot, ((_, shown, ideal, unjudged), bound) in enumerate(zip(per_k, bounds)):
-        counted = (F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int")
-        fields = [shown, ideal, counted, *_bound_fields(contract, bound)]
-        out += [value.alias(metric_column(slot, name)) for name, value in zip(METRIC_FIELDS, fields)]
+        low, high = _bound_fields(contract, bound)
+        metrics = KMetrics(
+            dcg=shown,
+            idcg=ideal,
+            n_unjudged_in_top_k=(F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int"),
+            ndcg_unjudged_low=low,
+            ndcg_unjudged_high=high,
+        )
+        out += [value.alias(metric_column(slot, name)) for name, value in metrics._asdict().items()]
     return out
 
 
@@ -95,14 +93,15 @@ def by_doc_id_descending(contract: Contract) -> bool:
     return contract.order == "score" and contract.ties == "doc_id_desc"
 
 
-def _bound_fields(contract: Contract, bound: tuple[Column, Column, Column, Column] | None) -> list[Column]:
+def _bound_fields(contract: Contract, bound: tuple[Column, Column, Column, Column] | None) -> tuple[Column, Column]:
     """``ndcg_unjudged_low`` and ``_high``: DCG / IDCG of each bound; an empty bound ideal
     (IDCG <= 0) is null, or 0 under ``empty_ideal: zero`` (as the NDCG is)."""
     if bound is None:
-        return [F.lit(None).cast("double"), F.lit(None).cast("double")]
+        return F.lit(None).cast("double"), F.lit(None).cast("double")
     on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
     low_dcg, low_idcg, high_dcg, high_idcg = bound
-    return [F.when(idcg > 0, shown / idcg).otherwise(on_empty) for shown, idcg in ((low_dcg, low_idcg), (high_dcg, high_idcg))]
+    return (F.when(low_idcg > 0, low_dcg / low_idcg).otherwise(on_empty),
+            F.when(high_idcg > 0, high_dcg / high_idcg).otherwise(on_empty))
 
 
 def keys_as_strings(scored: DataFrame) -> DataFrame:

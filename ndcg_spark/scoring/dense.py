@@ -36,9 +36,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.frames import join_null_safe, persist_coalesced
+from ndcg_spark.frames import join_null_safe, persist_coalesced, whole_number_in
 from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
-from ndcg_spark.metrics.gain import gain, may_be_negative_zero
+from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_columns
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
@@ -66,8 +66,13 @@ def applies(contract: Contract) -> bool:
 
 def _whole(contract: Contract) -> Column:
     """The row's position is a whole number from 0 to max K (one the plan can hold a bit for)."""
-    pos = F.col("position")
-    return (pos >= 0) & (pos <= contract.max_k) & (pos == F.floor(pos))
+    return whole_number_in(F.col("position"), 0, contract.max_k)
+
+
+def _slot(contract: Contract) -> Column:
+    """The row's position as an int when :func:`_whole` (else null: no position is ever cast that
+    an int cannot hold, whatever order Spark evaluates the expressions in)."""
+    return F.when(_whole(contract), F.col("position")).cast("int")
 
 
 def _shifted_left(value: Column, bits: Column) -> Column:
@@ -83,14 +88,14 @@ def _density(contract: Contract) -> list[Column]:
         F.count("position").alias("_n_placed"),
         F.count(F.when(pos <= m - 1, 1)).alias("_n_top0"),
         F.count(F.when(pos <= m, 1)).alias("_n_top1"),
-        F.bit_or(F.when(_whole(contract), _shifted_left(F.lit(1), pos))).alias("_seen"),
+        F.bit_or(_shifted_left(F.lit(1), _slot(contract))).alias("_seen"),
     ]
 
 
 def _gain_code(gain_: Column, levels: list[float], negative_zero: bool) -> Column:
     """A shown gain as a code of :data:`CODE_BITS` bits: 0 unjudged (null), 1 the gain +0.0, 2 the
     gain -0.0 (told apart: ``pow(-0.0, -1)`` is -inf; asked only when ``negative_zero``, the gain
-    mapping can give it: :func:`~ndcg_spark.metrics.gain.may_be_negative_zero`), 3 + i the level
+    mapping can give it: :attr:`~ndcg_spark.config.gain.GainMapping.may_be_negative_zero`), 3 + i the level
     ``levels[i]``; a gain off the levels codes 0 (its request is not served)."""
     zero = F.when(F.pow(gain_, F.lit(-1.0)) < 0, F.lit(2)).otherwise(F.lit(1)) if negative_zero else F.lit(1)
     code = F.when(gain_ == F.lit(0.0), zero)
@@ -104,10 +109,10 @@ def _shown_codes(contract: Contract, levels: list[float]) -> list[Column]:
     long: word ``w`` ORs each row's code shifted to its position's bits. A position held by one
     candidate gives its code back exactly (a request with a position held twice is not dense,
     hence not served); a position nobody holds reads 0, like an unjudged one."""
-    slot, words = F.col("position").cast("int"), contract.max_k // CODES_PER_WORD + 1
-    code, whole = _gain_code(F.col("gain"), levels, may_be_negative_zero(contract.gain)), _whole(contract)
+    slot, words = _slot(contract), contract.max_k // CODES_PER_WORD + 1
+    code = _gain_code(F.col("gain"), levels, contract.gain.may_be_negative_zero)
     return [
-        F.bit_or(F.when(whole & (slot >= w * CODES_PER_WORD) & (slot < (w + 1) * CODES_PER_WORD),
+        F.bit_or(F.when((slot >= w * CODES_PER_WORD) & (slot < (w + 1) * CODES_PER_WORD),
                         _shifted_left(code, (slot - w * CODES_PER_WORD) * CODE_BITS))).alias(f"_shown{w}")
         for w in range(words)
     ]
@@ -154,16 +159,10 @@ def gain_levels(contract: Contract, grades: DataFrame | None, grade_scale: int |
     top = contract.max_grade
     if top is None and grade_scale is not None and grade_scale <= MAX_GAIN_LEVELS:
         top = grade_scale
-    if mapping.kind == "table":
-        values = [value for _, value in mapping.table]
-    elif mapping.kind == "binary":
-        values = [1.0]
-    elif top is not None:
-        whole = range(1, int(math.floor(top)) + 1)
-        values = [2.0**g - 1.0 if mapping.kind == "exponential" else float(g) for g in whole]
-    elif grades is None:
-        return None
-    else:
+    values = mapping.levels(top)
+    if values is None:
+        if grades is None:
+            return None
         found = (
             grades.select(gain(F.col(grades.columns[0]).cast("double"), mapping).alias("_gain"))
             .where(F.col("_gain").isNotNull())

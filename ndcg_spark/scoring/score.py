@@ -18,7 +18,8 @@ from ndcg_spark.errors import EmptyIdealError
 from ndcg_spark.frames import shuffles_sized_to
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring import dense
-from ndcg_spark.scoring.attributes import Attributes, attach_attributes
+from ndcg_spark.config.attributes import Attributes
+from ndcg_spark.scoring.attributes import attach_attributes
 from ndcg_spark.scoring.collecting import score_by_collecting
 from ndcg_spark.scoring.columns import INTEGRAL_TYPES, METRIC_FIELDS, PER_REQUEST_COLUMNS, metric_column
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS
+from ndcg_spark.config.trend_spec import SHIFTS, TREND_FLAGS
 
 __all__ = ["MEANS_AND_DENOMINATORS", "RUN_AND_GROUP", "SERIES_KEYS", "TREND_COLUMNS"]
 
@@ -22,7 +23,7 @@ TREND_COLUMNS = (
     *RUN_AND_GROUP,
     "contract_fingerprint",
     *MEANS_AND_DENOMINATORS,
-    "empty_ideal_share",
+    *[f.share for f in SHIFTS],
     "unjudged_share",
     "below_min_eligible",
     "previous_run_id",
@@ -30,10 +31,12 @@ TREND_COLUMNS = (
     "break_reason",
     "delta_macro",
     "delta_weighted",
-    "empty_ideal_share_change",
+    *[f.change for f in SHIFTS],
     "moved_macro",
     "moved_weighted",
-    "empty_ideal_shifted",
+    # the flags (config.trend_spec.TREND_FLAGS): a boolean each, the label derived from them, the thresholds
+    *[f.column for f in TREND_FLAGS if f.kind == "shift"],
     "flag",
-    "max_empty_ideal_shift",
+    *[f.threshold for f in SHIFTS],
+    *[f.column for f in TREND_FLAGS if f.kind == "move"],
 )

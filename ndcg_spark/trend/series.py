@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ndcg_spark.config.trend_spec import TrendSpec
+from ndcg_spark.config.trend_spec import LABEL_AND, LABEL_WITH, SHIFTS, TREND_FLAGS, TrendSpec
 from ndcg_spark.trend.columns import MEANS_AND_DENOMINATORS, SERIES_KEYS, TREND_COLUMNS
 
 __all__ = ["contract_changes", "trend"]
@@ -34,7 +34,7 @@ __all__ = ["contract_changes", "trend"]
 _CARRIED = (*MEANS_AND_DENOMINATORS, "unjudged_share", "below_min_eligible")
 #: what the previous night contributes to a row: its fingerprint, means, intervals and empty-ideal share
 _PREVIOUS = ("contract_fingerprint", "macro_ndcg", "macro_ci_low", "macro_ci_high", "weighted_ndcg",
-             "weighted_ci_low", "weighted_ci_high", "empty_ideal_share")
+             "weighted_ci_low", "weighted_ci_high", *[f.share for f in SHIFTS])
 _CHANGES_SCHEMA = "from_fingerprint string, to_fingerprint string, changed_fields string"
 
 
@@ -72,7 +72,7 @@ def trend(aggregates: DataFrame, spec: TrendSpec = TrendSpec(), run_metadata: Da
     2026-11-29 False None None contract changed: a → b
     """
     rows = _with_previous_rows(_trend_inputs(aggregates))
-    rows = _compared(rows, _contract_changes_frame(aggregates, run_metadata), spec.max_empty_ideal_shift)
+    rows = _compared(rows, _contract_changes_frame(aggregates, run_metadata), spec)
     rows = _window(rows, spec)
     order = [*SERIES_KEYS[:1], "pool_version", *SERIES_KEYS[1:], "run_id"]
     return rows.select(*TREND_COLUMNS).orderBy(*[F.asc_nulls_first(c) for c in order])
@@ -88,15 +88,17 @@ def contract_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
 
 
 def _trend_inputs(aggregates: DataFrame) -> DataFrame:
-    """The aggregate columns a trend reads (missing optional ones as nulls) and the empty-ideal share."""
+    """The aggregate columns a trend reads (missing optional ones as nulls) and the share of each
+    shift flag (:data:`~ndcg_spark.config.trend_spec.SHIFTS`: its count over all requests)."""
     present = set(aggregates.columns)
     typed = {"macro_ci_low": "double", "macro_ci_high": "double", "weighted_ndcg": "double",
              "weighted_ci_low": "double", "weighted_ci_high": "double", "n_eligible": "bigint",
              "unjudged_share": "double", "below_min_eligible": "boolean"}
     carried = [F.col(c) if c in present else F.lit(None).cast(typed.get(c, "double")).alias(c) for c in _CARRIED]
     rows = aggregates.select("run_id", *SERIES_KEYS, "pool_version", "contract_fingerprint", *carried)
-    share = F.when(F.col("n_requests") > 0, F.col("n_empty_ideal") / F.col("n_requests"))
-    return rows.withColumn("empty_ideal_share", share)
+    counts = {f.count: F.col(f.count) if f.count in present else F.lit(None).cast("bigint") for f in SHIFTS}
+    return rows.withColumns({f.share: F.when(F.col("n_requests") > 0, counts[f.count] / F.col("n_requests"))
+                             for f in SHIFTS})
 
 
 def _with_previous_rows(rows: DataFrame) -> DataFrame:
@@ -123,7 +125,7 @@ def _with_previous_rows(rows: DataFrame) -> DataFrame:
     ).drop("_run", "_before")
 
 
-def _compared(rows: DataFrame, changes: DataFrame, max_shift: float) -> DataFrame:
+def _compared(rows: DataFrame, changes: DataFrame, spec: TrendSpec) -> DataFrame:
     """Comparability, the break's reason, the deltas and the movement flags."""
     has_previous = F.col("previous_run_id").isNotNull()
     same_pool = F.col("previous_contract_fingerprint").isNotNull()
@@ -145,11 +147,14 @@ def _compared(rows: DataFrame, changes: DataFrame, max_shift: float) -> DataFram
         F.col("contract_fingerprint")))
     rows = rows.withColumn("break_reason", F.concat_ws("; ", pool_reason, contract_reason))
     rows = rows.withColumn("break_reason", F.when(F.col("break_reason") != "", F.col("break_reason")))
-    return _movement(rows, max_shift)
+    return _movement(rows, spec)
 
 
-def _movement(rows: DataFrame, max_shift: float) -> DataFrame:
-    """Deltas from the previous comparable night, the interval-overlap flags and the empty-ideal shift."""
+def _movement(rows: DataFrame, spec: TrendSpec) -> DataFrame:
+    """Deltas from the previous comparable night and the flags of :data:`TREND_FLAGS`: ``moved``
+    (the macro or the weighted interval does not overlap the previous night's) and each shift (its
+    share moved by more than the spec's threshold), a boolean column each, then the ``flag`` label
+    derived from them."""
     comparable = F.coalesce(F.col("comparable"), F.lit(False))
 
     def delta(name: str) -> Column:
@@ -161,22 +166,33 @@ def _movement(rows: DataFrame, max_shift: float) -> DataFrame:
         known = lo.isNotNull() & hi.isNotNull() & plo.isNotNull() & phi.isNotNull()
         return F.when(comparable & known, (lo > phi) | (hi < plo))
 
-    shift = delta("empty_ideal_share")
     rows = rows.select(
         "*",
         delta("macro_ndcg").alias("delta_macro"),
         delta("weighted_ndcg").alias("delta_weighted"),
-        shift.alias("empty_ideal_share_change"),
+        *[delta(f.share).alias(f.change) for f in SHIFTS],
         moved("macro").alias("moved_macro"),
         moved("weighted").alias("moved_weighted"),
-        F.when(shift.isNotNull(), F.abs(shift) > F.lit(max_shift)).alias("empty_ideal_shifted"),
-        F.lit(float(max_shift)).alias("max_empty_ideal_shift"),
     )
-    any_move = F.coalesce(F.col("moved_macro"), F.lit(False)) | F.coalesce(F.col("moved_weighted"), F.lit(False))
-    shifted = F.coalesce(F.col("empty_ideal_shifted"), F.lit(False))
-    flag = (F.when(any_move & shifted, "moved_with_empty_ideal_shift").when(any_move, "moved")
-            .when(shifted, "empty_ideal_shift"))
-    return rows.withColumn("flag", flag)
+    moves = F.coalesce(F.col("moved_macro"), F.lit(False)) | F.coalesce(F.col("moved_weighted"), F.lit(False))
+    flags = {"moved": F.when(comparable, moves)}
+    for f in SHIFTS:
+        threshold = float(getattr(spec, f.threshold))
+        flags[f.name] = F.when(F.col(f.change).isNotNull(), F.abs(F.col(f.change)) > F.lit(threshold))
+        rows = rows.withColumn(f.threshold, F.lit(threshold))
+    rows = rows.withColumns({f.column: flags[f.name] for f in TREND_FLAGS})
+    return rows.withColumn("flag", _label())
+
+
+def _label() -> Column:
+    """The ``flag`` column: :func:`~ndcg_spark.config.trend_spec.flag_label` of the raised flags."""
+    def names(kind: str) -> Column:
+        return F.concat_ws(LABEL_AND, *[F.when(F.col(f.column), F.lit(f.name)) for f in TREND_FLAGS if f.kind == kind])
+
+    moves, shifts = names("move"), names("shift")
+    label = (F.when((moves != "") & (shifts != ""), F.concat(moves, F.lit(LABEL_WITH), shifts))
+             .when(moves != "", moves).when(shifts != "", shifts))
+    return label
 
 
 def _window(rows: DataFrame, spec: TrendSpec) -> DataFrame:

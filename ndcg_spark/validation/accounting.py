@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
     from ndcg_spark.config.contract import Contract
-    from ndcg_spark.scoring.attributes import Attributes
+    from ndcg_spark.config.attributes import Attributes
 
 #: ``(input, kind, rule) -> (rows, example row as JSON or None)``; kind ``read`` | ``rule`` |
 #: ``quarantined`` | ``merged`` (``rule`` is None for ``read`` and ``merged``).
@@ -48,6 +48,8 @@ class InputAccounting:
     rows_quarantined: int
     duplicates_merged: int = 0
     quarantined_by_rule: tuple[tuple[str, int], ...] = ()
+    #: rows whose negative grade was read as judged, gain 0 (``contract.negative_grades: zero``)
+    negative_grades_as_zero: int = 0
 
     @classmethod
     def from_counts(cls, counts: RuleCounts, name: str) -> InputAccounting:
@@ -59,7 +61,8 @@ class InputAccounting:
         )
         quarantined = sum(n for _, n in by_rule)
         merged = counts.get((name, "merged", None), (0, None))[0]
-        return cls(name, read, read - quarantined, quarantined, merged, tuple(by_rule))
+        negative = counts.get((name, "grades", "negative"), (0, None))[0]
+        return cls(name, read, read - quarantined, quarantined, merged, tuple(by_rule), negative)
 
     @property
     def balanced(self) -> bool:
@@ -72,6 +75,8 @@ class InputAccounting:
             "rows_quarantined": self.rows_quarantined,
             "duplicates_merged": self.duplicates_merged,
             "quarantined_by_rule": dict(self.quarantined_by_rule),
+            # only when the contract reads negative grades as gain 0 and some were
+            **({"negative_grades_as_zero": self.negative_grades_as_zero} if self.negative_grades_as_zero else {}),
         }
 
     def summary(self) -> str:
@@ -80,6 +85,8 @@ class InputAccounting:
         notes = [f"{rule} {n:,}" for rule, n in self.quarantined_by_rule]
         if self.duplicates_merged:
             notes.append(f"{self.duplicates_merged:,} identical duplicate(s) merged")
+        if self.negative_grades_as_zero:
+            notes.append(f"{self.negative_grades_as_zero:,} negative grade(s) read as judged, gain 0")
         return text + (f" ({', '.join(notes)})" if notes else "")
 
 

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.flags import Flag, flag_rows
 from ndcg_spark.validation.tables import InputTable, is_blank, not_finite
 

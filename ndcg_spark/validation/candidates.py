@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import ValidationSpec
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.attributes import attribute_flags
 from ndcg_spark.validation.flags import REQUEST_LIST, Flag, flag_rows, with_rules
 from ndcg_spark.validation.judgments import grade_flags

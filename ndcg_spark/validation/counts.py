@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import RULES, ValidationSpec
+from ndcg_spark.frames import whole_number_in
 from ndcg_spark.validation.accounting import RuleCounts
 from ndcg_spark.validation.candidates import valid_position
 from ndcg_spark.validation.flags import JUDGED_PAIR, REQUEST_LIST, rule_name
@@ -79,16 +80,18 @@ def _grouped_counts(name: str, df: DataFrame, keys: list[str], aggs: list[Column
     groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs, *grades)
     read = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
     if grades:
-        read += [("grades:top", F.max("__v_gtop")), ("grades:off", F.sum("__v_goff"))]
+        read += [("grades:top", F.max("__v_gtop")), ("grades:off", F.sum("__v_goff")),
+                 ("grades:negative", F.sum("__v_gneg"))]
     return _count_row(name, groups, read + items)
 
 
 def _grade_aggs() -> list[Column]:
-    """Per group, the largest grade that is a whole number from 0 to :data:`SCALE_LIMIT` and how
-    many grades are not (null grades are unjudged: neither)."""
+    """Per group, the largest grade that is a whole number from 0 to :data:`SCALE_LIMIT`, how
+    many grades are not (null grades are unjudged: neither) and how many are negative."""
+    whole = whole_number_in(F.col("__v_grade"), 0, SCALE_LIMIT)
     grade = F.col("__v_grade")
-    whole = (grade >= 0) & (grade <= SCALE_LIMIT) & (grade == F.floor(grade))
-    return [F.max(F.when(whole, grade)).alias("__v_gtop"), F.count(F.when(~whole, 1)).alias("__v_goff")]
+    return [F.max(F.when(whole, grade)).alias("__v_gtop"), F.count(F.when(~whole, 1)).alias("__v_goff"),
+            F.count(F.when(grade < 0, 1)).alias("__v_gneg")]
 
 
 def grade_scale(counts: RuleCounts) -> int | None:
@@ -211,6 +214,8 @@ def detect_rule_counts(rows: FlaggedInputs, contract: Contract, spec: Validation
         items = [("read", F.count(F.lit(1)))] + [(f"rule:{n}", c) for n, c in _row_rule_sums(attrs)]
         parts.append(_count_row("attributes", attrs, items))
     counts = _collect(parts)
+    if not contract.gain.negative_as_zero:  # negative grades are then a rule's, not read as gain 0
+        counts = {key: value for key, value in counts.items() if key[1:] != ("grades", "negative")}
     maybe = {key[2] for key in counts if key[1] == "maybe"}
     counts = {key: value for key, value in counts.items() if key[1] != "maybe"}
     exact = []

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import ValidationSpec
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.attributes import attribute_rows
 from ndcg_spark.validation.candidates import candidate_groups, candidate_rows
 from ndcg_spark.validation.judgments import judgment_groups, judgment_rows

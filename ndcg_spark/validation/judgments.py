@@ -28,21 +28,28 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.gain import MAX_GAIN
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.validation.flags import JUDGED_PAIR, Flag, flag_rows, with_rules
 from ndcg_spark.validation.tables import InputTable, is_blank, not_finite
 
 
 def grade_flags(grade: Column, not_numeric: Column, contract: Contract) -> list[Flag]:
-    """The grade rules of a grade column (of the judgments, or of pre-joined candidates)."""
-    g = gain(grade, contract.gain)
-    flags = [
-        ("grade_not_numeric", not_numeric),
-        ("grade_negative", grade < 0),
-        ("grade_not_finite", not_finite(grade) | (grade.isNotNull() & not_finite(g))),
-    ]
-    if contract.gain.kind == "table":
-        flags.append(("grade_not_in_gain_table", grade.isNotNull() & ~F.isnan(grade) & g.isNull()))
+    """The grade rules of a grade column (of the judgments, or of pre-joined candidates), as the
+    contract's gain mapping reads a grade: its gain must be finite, a table must list it, and it
+    must lie on the declared scale (``contract.max_grade``)."""
+    mapping = contract.gain
+    g = gain(grade, mapping)
+    number = grade.isNotNull() & ~F.isnan(grade)
+    flags = [("grade_not_numeric", not_numeric)]
+    if not mapping.negative_as_zero:  # else judged, gain 0 (contract.negative_grades: zero), and counted
+        flags.append(("grade_negative", grade < 0))
+    # NaN or infinite, or a gain too large to sum (inf, NaN and numbers above MAX_GAIN: NaN is the largest)
+    flags.append(("grade_not_finite", not_finite(grade) | (F.abs(g) > F.lit(MAX_GAIN))))
+    if mapping.lists_grades:
+        flags.append(("grade_not_in_gain_table", number & g.isNull()))
+    if contract.max_grade is not None:
+        flags.append(("grade_above_max_grade", number & ~not_finite(grade) & (grade > F.lit(contract.max_grade))))
     return flags
 
 

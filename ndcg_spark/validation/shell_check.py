@@ -7,7 +7,8 @@ job of 1-2 s and some 4,400 round trips to the JVM to build it: docs/benchmarks.
 that passed is remembered with the input DataFrames themselves -- the same Python objects, whose
 plans cannot change -- and answered from memory while every one of them is still cached, under
 the same system and pool literals, attributes and what the rules read of the contract (its
-columns, gains, ``max_grade`` and order: another K or empty-ideal policy is the same check).
+columns, gains, ``max_grade``, order and ``negative_grades``: another K or empty-ideal policy is the same
+check).
 
 Anything else runs the check: an input that is not cached (its source could change between two
 reads), another DataFrame of the same rows, an input unpersisted since. A check that failed is
@@ -30,7 +31,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.accounting import ValidatedInputs
 from ndcg_spark.validation.validate import SHELL_CHECK, validate_inputs
 
@@ -43,7 +44,7 @@ _passed: list[tuple[tuple[DataFrame | None, ...], tuple, ValidatedInputs]] = []
 def rules_read(contract: Contract) -> tuple:
     """What the input rules read of a resolved contract (tests/test_shell_check.py holds the
     validation package to it)."""
-    return contract.columns, contract.gain, contract.max_grade, contract.order
+    return contract.columns, contract.gain, contract.max_grade, contract.order, contract.negative_grades
 
 
 def shell_check(

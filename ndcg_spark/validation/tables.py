@@ -28,6 +28,12 @@ from pyspark.sql import types as T
 from ndcg_spark.compat import try_cast_column
 from ndcg_spark.errors import ValidationError
 
+#: The raw line of a row read from a TREC file with ``keep_malformed=True`` (:mod:`ndcg_spark.formats.trec`).
+TREC_LINE = "trec_line"
+#: The TREC rule such a row breaks (``trec_field_count``, ``trec_not_numeric``; null when well formed):
+#: validation flags it (:func:`ndcg_spark.validation.flags.with_line_rules`).
+TREC_RULE = "trec_rule"
+
 _TEXT = (T.StringType, T.VarcharType, T.CharType)
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)

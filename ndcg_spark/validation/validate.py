@@ -56,7 +56,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
-from ndcg_spark.scoring.attributes import Attributes
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.accounting import RowAccounting, RuleCounts, ValidatedInputs
 from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts, grade_scale
 from ndcg_spark.validation.failures import raise_on_broken_rules, raise_on_empty, raise_on_share
@@ -135,7 +135,8 @@ def validate_inputs(
         if any(spec.handling(rule) == "error" for rule in broken):
             raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
             raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
-        return replace(_quarantined(rows, attributes, contract, spec, run_id), grade_scale=scale)
+        notes = {key: value for key, value in counts.items() if key[1] == "grades"}  # the detector's notes
+        return replace(_quarantined(rows, attributes, contract, spec, run_id, notes), grade_scale=scale)
 
 
 def _judgment_columns(contract: Contract) -> list[str]:
@@ -178,16 +179,18 @@ def _passed(flagged: FlaggedInputs, name: str, merge: bool, columns: list[str] |
 
 
 def _quarantined(
-    rows: FlaggedInputs, attributes: Attributes, contract: Contract, spec: ValidationSpec, run_id: str
+    rows: FlaggedInputs, attributes: Attributes, contract: Contract, spec: ValidationSpec, run_id: str,
+    notes: RuleCounts,
 ) -> ValidatedInputs:
     """Every rule flagged, the flagged inputs persisted once (for scoring and the quarantine write),
-    counted and checked (rules handled as ``error``, the maximum share); the rows that passed."""
+    counted and checked (rules handled as ``error``, the maximum share); the rows that passed.
+    ``notes``: what the count-only detector noted of the grades (kind ``grades``), kept as read."""
     flagged = flag_every_rule(rows, contract, spec, quarantining=True)
     for name, (table, df) in flagged.items():
         flagged[name] = (table, persist_coalesced(df))
     cached = tuple(df for _, df in flagged.values())
     try:
-        counts = count_flagged_rows(flagged)
+        counts = {**count_flagged_rows(flagged), **notes}
         accounting = RowAccounting.from_counts(counts, flagged)
         raise_on_broken_rules(counts, spec)
         raise_on_share(accounting, counts, spec)
