@@ -3,7 +3,7 @@
 Reads the demo's output (a file, or standard input) and checks, without importing the package:
 the night was published; rows read = rows scored + rows quarantined for every input; the overall
 table has one row per system and K, each mean within [0, 1] and its denominators adding up to all
-requests; the night-over-night lines; the comparison per K; the guardrails' verdict line naming
+requests, and hybrid's requests returned nothing for counted; the night-over-night lines; the comparison per K; the guardrails' verdict line naming
 each failed guardrail; both HTML reports written. Exits 1 naming the first line that is missing or
 wrong, so a change that breaks the demo's first screen fails CI.
 """
@@ -23,6 +23,8 @@ def fail(why: str) -> None:
 
 
 def number(text: str) -> int:
+    if not text.replace(",", "").isdigit():
+        fail(f"a count that is not a number: {text!r}")
     return int(text.replace(",", ""))
 
 
@@ -56,6 +58,9 @@ def main() -> None:
         counts = [number(v) for v in r[9:]]
         if len(counts) < 3 or sum(counts[:-1]) < counts[-1] or counts[0] + counts[1] > counts[-1]:
             fail(f"denominators that do not add up ({' '.join(columns[-len(counts):])}): {' '.join(r)}")
+    # the sample's hybrid times out on some requests: counted, never silently out of the denominator
+    if "no results" not in lines[header] or not any(number(r[-2]) > 0 for r in rows if r[0] == "hybrid"):
+        fail(f"no count of the requests hybrid returned nothing for: {lines[header]}")
     if "night over night" not in text or sum(bool(re.match(r"  (bm25|hybrid) .* vs \S+ ", line)) for line in lines) < 8:
         fail("no night-over-night line per system and K")
     deltas = [line for line in lines if re.match(r"\s+(1|3|5|10)\s+[\d,]+\s+0\.\d{4}\s+0\.\d{4}\s+[+-]0\.\d{4} \[", line)]
@@ -70,6 +75,8 @@ def main() -> None:
     reports = re.findall(r"^report -> (\S+report\.html)", text, flags=re.M)
     if len(reports) < 2 or not all(Path(p).is_file() for p in reports):
         fail(f"the run's and the comparison's report: {reports}")
+    if "returned nothing" not in Path(reports[-1]).read_text(encoding="utf-8"):
+        fail(f"the report's first screen does not say how many requests a ranker returned nothing for: {reports[-1]}")
     print(f"demo headlines: {len(rows)} overall rows, {len(deltas)} comparison lines, verdict "
           f"{verdict.split(': ')[1].split(' ')[0]} ({', '.join(name for name, _ in failed) or 'no guardrail failed'}), "
           f"{len(reports)} reports: ok")

@@ -34,10 +34,11 @@ def lazy_table(candidates, contract):
 
     from ndcg_spark.frames import join_null_safe
     from ndcg_spark.scoring import dense
-    from ndcg_spark.scoring.attributes import Attributes
+    from ndcg_spark.config.attributes import Attributes
     from ndcg_spark.scoring.collecting import score_collected_lists
     from ndcg_spark.scoring.columns import REQUEST_KEYS
     from ndcg_spark.scoring.inputs import literal_keys
+    from ndcg_spark.scoring.no_results import with_no_results
     from ndcg_spark.scoring.score import groups_on_integer_ids, per_request_table, scoring_rows
 
     contract = contract.resolve(candidates.columns)
@@ -52,4 +53,5 @@ def lazy_table(candidates, contract):
     unserved = summed.filter(~F.col("_served")).select(*keys)
     collected = score_collected_lists(join_null_safe(rows, F.broadcast(unserved), keys, "left_semi"), None, contract)
     per_request = dense.score_served(summed, contract, literal).unionByName(collected)
+    per_request = with_no_results(per_request, candidates, None, Attributes(), contract, (None, None))
     return per_request_table(per_request, candidates, Attributes(), contract, "adhoc")

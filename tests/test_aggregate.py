@@ -405,7 +405,7 @@ def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsy
     assert "macro NDCG [90% interval]" in printed and "worst slice per dimension at k=10" in printed
     overall_lines = [line.split() for line in printed.splitlines() if line.startswith(("bm25 ", "hybrid "))]
     assert len(overall_lines) == 4  # 2 systems x 2 K
-    assert all(line[-3:] == ["32", "8", "40"] for line in overall_lines)  # eligible, empty ideal, all
+    assert all(line[-4:] == ["32", "8", "0", "40"] for line in overall_lines)  # eligible, empty ideal, no results, all
 
     aggs = read_run(spark, Source(path=str(out / "aggregate")), "night-1")
     assert aggs.count() == 2 * 2 * (1 + 2)  # systems x K x (overall + 2 rarity values)
@@ -416,6 +416,7 @@ def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsy
     assert meta[0]["contract"] == resolved.to_json() and meta[0]["contract_fingerprint"] == resolved.fingerprint
     assert meta[0]["row_counts"]["per_request"] == 2 * 2 * 40 and meta[0]["row_counts"]["aggregate"] == 12
     assert meta[0]["row_counts"]["audit"] == 2 * 2 * 1
+    assert meta[0]["row_counts"]["population"] == 40  # the night's requests, stamped
     assert AggregateSpec.from_dict(yaml.safe_load(meta[0]["aggregate_spec"]), carried_slices=["rarity"]) == \
         AggregateSpec(slices=("rarity",), min_eligible=10, ci_level=0.9, replicates=50, seed=1)
 

@@ -263,8 +263,13 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
 
     oracle = score_sample_folder(spark, data)
     per_request = _night(spark, warehouse, "per_request").collect()
-    assert len(per_request) == len(oracle) == SAMPLE_REQUESTS * 2 * 4
-    for r in per_request:
+    # hybrid times out on a few requests: no candidates, so no oracle row; a row here, flagged and set aside
+    answered = [r for r in per_request if not r.no_results]
+    timed_out = {(r.request_id, r.system, r.k) for r in per_request if r.no_results}
+    assert len(per_request) == SAMPLE_REQUESTS * 2 * 4 and len(answered) == len(oracle) < len(per_request)
+    assert {s for _, s, _ in timed_out} == {"hybrid"}
+    assert all(r.ndcg is None and r.n_candidates == 0 for r in per_request if r.no_results)
+    for r in answered:
         want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
         assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
         assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == fingerprint
@@ -279,6 +284,7 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
         eligible = [v for v in values if v is not None]
         assert r.macro_ndcg == pytest.approx(statistics.fmean(eligible), abs=EPS)
         assert (r.n_eligible, r.n_requests, r.min_eligible, r.ci_level) == (len(eligible), SAMPLE_REQUESTS, 30, 0.95)
+        assert r.n_no_results == SAMPLE_REQUESTS - len(values)
     assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims)
     assert _night(spark, warehouse, "run_metadata").first().contract_fingerprint == fingerprint
     comparison = _night(spark, warehouse, "comparison")
@@ -286,7 +292,8 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     row = comparison.filter("slice_dimension = 'overall' AND k = 10").first()
     b = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("bm25|") and k == 10}
     h = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("hybrid|") and k == 10}
-    paired = [rid for rid in b if b[rid]["ndcg"] is not None and h[rid]["ndcg"] is not None]
+    paired = [rid for rid in b if b[rid]["ndcg"] is not None and rid in h and h[rid]["ndcg"] is not None]
+    assert row.n_candidate_no_results == len(b) - len(h) > 0
     assert (row.n_paired, row.bootstrap_replicates, row.permutations) == (len(paired), 1000, 1000)
     assert row.delta_macro == pytest.approx(statistics.fmean(h[r]["ndcg"] - b[r]["ndcg"] for r in paired), abs=EPS)
 

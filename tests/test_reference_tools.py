@@ -77,7 +77,8 @@ def scored(spark, tmp_path_factory):
     trec = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS}))
     trec_j = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS, "unjudged": "exclude"}))
     spark_like = score_requests(cands, judgs, Contract.from_dict({"preset": "ranking_evaluator", "k": KS_SPARK}))
-    macro = aggregate(spark_like, AggregateSpec(replicates=0)).select("k", "macro_ndcg", "n_requests", "n_empty_ideal")
+    macro = aggregate(spark_like, AggregateSpec(replicates=0)).select("k", "macro_ndcg", "n_requests", "n_empty_ideal",
+                                                                 "n_no_results")
     out = {
         "run": run,
         "qrels": qrels,
@@ -144,7 +145,12 @@ def test_trec_eval_preset_matches_pytrec_eval_per_query(scored):
     # a run query without any qrels: absent from pytrec_eval; here an empty ideal, scored 0, flagged
     no_qrels = set(run) - set(qrels)
     ours = {q for q, _ in scored["trec"]}
-    assert ours == set(run) and no_qrels
+    assert ours == set(run) | set(qrels) and no_qrels
+    # a qrels query the run has no line for: left out by pytrec_eval; here a row flagged no_results,
+    # set aside (no NDCG) under the preset's no_results: exclude
+    unanswered = set(qrels) - set(run)
+    assert unanswered and all(scored["trec"][(q, k)]["no_results"] and scored["trec"][(q, k)]["ndcg"] is None
+                              for q in unanswered for k in KS)
     assert all(scored["trec"][(q, k)]["ndcg"] == 0.0 and scored["trec"][(q, k)]["empty_ideal"]
                for q in no_qrels for k in KS)
     print(f"trec_eval preset vs pytrec_eval: {len(reference)} queries x {len(KS)} cutoffs, "
@@ -172,6 +178,8 @@ def test_ranking_evaluator_preset_matches_spark_ranking_evaluator(spark, scored)
     for q, d, rank, _ in scored["run"]:
         shown[q].append((rank, float(d[1:])))
     rows = [([doc for _, doc in sorted(docs)], labels.get(q, [])) for q, docs in shown.items()]
+    # a judged query the run has no line for is an empty prediction (SPARK-14886: it scores 0)
+    rows += [([], labels.get(q, [])) for q in {q for q, _, _ in scored["qrels"]} - set(shown)]
     frame = spark.createDataFrame(rows, "prediction array<double>, label array<double>")
     for k in KS_SPARK:
         reference = RankingEvaluator(metricName="ndcgAtK", k=k).evaluate(frame)
@@ -181,6 +189,7 @@ def test_ranking_evaluator_preset_matches_spark_ranking_evaluator(spark, scored)
         assert abs(mean - reference) <= TOL, (k, mean, reference)
         macro = scored["macro"][k]
         assert abs(macro["macro_ndcg"] - reference) <= TOL and macro["n_requests"] == len(rows)
-        assert macro["n_empty_ideal"] == sum(1 for q in shown if not labels.get(q))
+        assert macro["n_empty_ideal"] == sum(1 for _, label in rows if not label)
+        assert macro["n_no_results"] == sum(1 for prediction, _ in rows if not prediction) == 5
         print(f"ranking_evaluator preset vs RankingEvaluator ndcgAtK k={k}: {len(rows)} queries, "
               f"|difference of the means| {abs(mean - reference):.3g} (macro_ndcg {abs(macro['macro_ndcg'] - reference):.3g})")

@@ -153,10 +153,14 @@ def test_score_never_increases_with_position_and_has_ties(data: SampleData) -> N
     assert 0.02 * N < tied_requests < 0.5 * N
 
 
-def test_both_systems_rank_the_same_pool(data: SampleData) -> None:
+def test_both_systems_rank_the_same_pool_where_both_answer(data: SampleData) -> None:
     bm25 = data.candidates.filter("system = 'bm25'").select("request_id", "doc_id")
     hybrid = data.candidates.filter("system = 'hybrid'").select("request_id", "doc_id")
-    assert bm25.exceptAll(hybrid).count() == 0
+    timed_out = bm25.select("request_id").distinct().subtract(hybrid.select("request_id").distinct())
+    # hybrid times out on a small share of the requests (no candidates at all); bm25 answers every one
+    assert bm25.select("request_id").distinct().count() == N
+    assert 0.005 * N < timed_out.count() < 0.03 * N
+    assert bm25.join(timed_out, "request_id", "left_anti").exceptAll(hybrid).count() == 0
     assert hybrid.exceptAll(bm25).count() == 0
 
 

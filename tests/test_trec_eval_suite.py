@@ -11,7 +11,10 @@ trec_eval the program on random data: tests/test_trec_eval_program.py)::
   ``all`` means;
 * ``out.test.meas_params`` -- ``-m ndcg_cut.10,20,23``: the cutoff 23 too;
 * ``out.test.aql`` -- the multi-level ``qrels.rel_level`` (grades -1 .. 4): the preset reads the
-  304 judgments of grade -1 as judged, gain 0 (``negative_grades: zero``), as trec_eval does.
+  304 judgments of grade -1 as judged, gain 0 (``negative_grades: zero``), as trec_eval does;
+* ``out.test.aqc`` -- ``trec_eval -a -q -c qrels.test results.trunc``: the run answers 301 and 303
+  only (and 5 of its lines carry fields past the tag, which trec_eval ignores): with
+  ``no_results: zero`` query 302 scores 0 and every mean is over the 3 judged queries.
 
 The values are compared to the four decimals trec_eval prints.
 """
@@ -45,9 +48,10 @@ def published(name: str) -> dict[tuple[str, str], float]:
 
 
 def ours(spark, qrels: str, results: str, ks: list[int], **fields) -> dict[tuple[str, str], float]:
-    """The preset's per-query NDCGs and their means (``all``), keyed like :func:`published`."""
+    """The preset's per-query NDCGs and their means (``all``), keyed like :func:`published` (a
+    request the run has no line for too: its ``no_results`` row)."""
     contract = Contract.from_dict({"preset": "trec_eval", "k": ks, **fields})
-    run = read_trec_run(spark, str(Path(SUITE) / results))
+    run = read_trec_run(spark, str(Path(SUITE) / results), trailing_fields="ignore")
     judged = read_trec_qrels(spark, str(Path(SUITE) / qrels))
     per_request = score_requests(run, judged, contract).cache()
     out = {(f"ndcg_cut_{r.k}", r.request_id): r.ndcg for r in per_request.collect()}
@@ -81,3 +85,15 @@ def test_out_test_aql_negative_levels_read_as_trec_eval_reads_them(spark):
     expected = published("out.test.aql")
     assert len(expected) == 36
     assert not _agree(expected, ours(spark, "qrels.rel_level", "results.test", CUTOFFS))
+
+
+def test_out_test_aqc_the_unanswered_query_counts_as_0_under_c(spark):
+    expected = published("out.test.aqc")
+    assert len(expected) == 36 and expected[("ndcg_cut_10", "302")] == 0.0  # -a -c: 302's line, at 0
+    got = ours(spark, "qrels.test", "results.trunc", CUTOFFS, no_results="zero")
+    assert not _agree(expected, got)
+    # without -c (the preset's default, exclude) the mean is over the 2 answered queries
+    default = ours(spark, "qrels.test", "results.trunc", [10])
+    assert default[("ndcg_cut_10", "302")] is None
+    assert default[("ndcg_cut_10", "all")] == pytest.approx(
+        (expected[("ndcg_cut_10", "301")] + expected[("ndcg_cut_10", "303")]) / 2, abs=PRINTED)

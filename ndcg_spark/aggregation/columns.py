@@ -54,6 +54,7 @@ AGGREGATE_COLUMNS = (
     "weighted_ci_high",
     "n_eligible",
     "n_empty_ideal",
+    "n_no_results",
     "n_requests",
     "weight_eligible",
     "weight_all",

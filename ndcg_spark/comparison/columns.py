@@ -37,6 +37,8 @@ COMPARISON_COLUMNS = (
     "n_only_candidate_missing",
     "n_only_candidate_empty",
     "n_neither",
+    "n_baseline_no_results",
+    "n_candidate_no_results",
     "n_pool_differs",
     "paired_weight",
     "baseline_ndcg_macro",

@@ -68,7 +68,9 @@ def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck
 def _pool_counts(joined: DataFrame) -> Row:
     """The one aggregation of the guard, to the driver: counts, extremes and a maximum only (no
     distinct count, no set), so one pass; what only an error message needs is read when it is raised."""
-    baseline_in, candidate_in = F.col("baseline_in"), F.col("candidate_in")
+    # a request a side returned nothing for has no pool row of that side's (nor candidates)
+    baseline_in = F.col("baseline_in") & ~F.col("baseline_no_results")
+    candidate_in = F.col("candidate_in") & ~F.col("candidate_no_results")
     no_pool = (baseline_in & F.col("baseline_has_pool").isNull()) | (
         candidate_in & F.col("candidate_has_pool").isNull()
     )

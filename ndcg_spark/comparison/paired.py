@@ -92,6 +92,8 @@ _COUNTED = {
     "n_only_candidate_missing": "only_candidate_missing",
     "n_only_candidate_empty": "only_candidate_empty",
     "n_neither": "neither",
+    "n_baseline_no_results": "baseline_no_results",
+    "n_candidate_no_results": "candidate_no_results",
     "n_pool_differs": "pool_differs",
     "wins": "win",
     "ties": "tie",
@@ -231,15 +233,27 @@ def _paired_rows(joined: DataFrame, kind: str, n_slices: int, tie_tolerance: flo
 
     def score(side: str) -> Column:
         if kind == "end_to_end":  # one shared ideal: every judged document of the request
-            return F.when(F.col(f"{side}_idcg_known") > 0, F.col(f"{side}_dcg") / F.col(f"{side}_idcg_known"))
-        return F.when(~F.col(f"{side}_empty_ideal"), F.col(f"{side}_ndcg"))
+            scored = F.when(F.col(f"{side}_idcg_known") > 0, F.col(f"{side}_dcg") / F.col(f"{side}_idcg_known"))
+        else:
+            scored = F.when(~F.col(f"{side}_empty_ideal"), F.col(f"{side}_ndcg"))
+        # a request the side returned nothing for: its NDCG under the contract's no_results (0, or set
+        # aside), over the ideal of the request's judged documents either way
+        answered_nothing = F.col(f"{side}_no_results")
+        return F.when(answered_nothing, F.when(~F.col(f"{side}_empty_ideal"), F.col(f"{side}_ndcg"))).otherwise(scored)
 
     baseline_in, candidate_in = F.col("baseline_in"), F.col("candidate_in")
+
+    def nothing(side: str) -> Column:
+        """The side has a row, flagged no_results, and it is set aside (no NDCG)."""
+        return F.col(f"{side}_in") & F.col(f"{side}_no_results") & score(side).isNull()
+
     baseline_ok = baseline_in & score("baseline").isNotNull()
     candidate_ok = candidate_in & score("candidate").isNotNull()
     paired = baseline_ok & candidate_ok
     known = F.coalesce(F.col("baseline_n_known_positive"), F.col("candidate_n_known_positive"))
-    recall_known = baseline_in & candidate_in & (known > 0)
+    # recall compares pools: over the requests both sides returned something for
+    answered = baseline_in & candidate_in & ~F.col("baseline_no_results") & ~F.col("candidate_no_results")
+    recall_known = answered & (known > 0)
     delta, tolerance = F.when(paired, score("candidate") - score("baseline")), F.lit(tie_tolerance)
     recall = {side: F.when(recall_known, F.col(f"{side}_n_positive") / known) for side in ("baseline", "candidate")}
     return joined.select(
@@ -255,11 +269,14 @@ def _paired_rows(joined: DataFrame, kind: str, n_slices: int, tie_tolerance: flo
         (delta > tolerance).alias("win"),
         (F.abs(delta) <= tolerance).alias("tie"),
         (delta < -tolerance).alias("loss"),
-        (baseline_ok & ~candidate_in).alias("only_baseline_missing"),
-        (baseline_ok & candidate_in & ~candidate_ok).alias("only_baseline_empty"),
-        (candidate_ok & ~baseline_in).alias("only_candidate_missing"),
-        (candidate_ok & baseline_in & ~baseline_ok).alias("only_candidate_empty"),
+        # "missing": the other side has no row, or returned nothing and that request is set aside
+        (baseline_ok & (~candidate_in | nothing("candidate"))).alias("only_baseline_missing"),
+        (baseline_ok & candidate_in & ~candidate_ok & ~nothing("candidate")).alias("only_baseline_empty"),
+        (candidate_ok & (~baseline_in | nothing("baseline"))).alias("only_candidate_missing"),
+        (candidate_ok & baseline_in & ~baseline_ok & ~nothing("baseline")).alias("only_candidate_empty"),
         (~baseline_ok & ~candidate_ok).alias("neither"),
+        (baseline_in & F.col("baseline_no_results")).alias("baseline_no_results"),
+        (candidate_in & F.col("candidate_no_results")).alias("candidate_no_results"),
         "pool_differs",
         recall_known.alias("recall_known"),
         *[value.alias(f"{side}_recall") for side, value in recall.items()],

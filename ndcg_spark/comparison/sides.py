@@ -108,7 +108,9 @@ def join_sides(
     cand = _side_with_pool(per_request, pools, spec.candidate, sides.candidate_pool, "candidate_", slices)
     both = base.join(cand, ["request_id", "k"], "full")
     baseline_in, candidate_in = F.col("baseline_empty_ideal").isNotNull(), F.col("candidate_empty_ideal").isNotNull()
-    differs = (baseline_in & candidate_in) & (
+    # a request one side returned nothing for has no pool of that side's: not a different pool, a failure
+    answered = baseline_in & candidate_in & ~F.col("baseline_no_results") & ~F.col("candidate_no_results")
+    differs = answered & (
         ~F.col("baseline_pool_hash").eqNullSafe(F.col("candidate_pool_hash"))
         | ~F.col("baseline_n_pool").eqNullSafe(F.col("candidate_n_pool"))
     )
@@ -121,8 +123,11 @@ def _side_with_pool(
     per_request: DataFrame, pools: DataFrame, side: Side, pool_version: Any, prefix: str, slices: tuple[str, ...]
 ) -> DataFrame:
     """One side's rows joined to its pool summary, every column but the keys prefixed."""
+    # a table written before requests without results had rows has none of them
+    no_results = F.col("no_results") if "no_results" in per_request.columns else F.lit(False)
     rows = per_request.filter(_is_side(side)).select(
-        "request_id", "k", "dcg", "ndcg", "empty_ideal", "n_candidates", "n_positive", "weight",
+        "request_id", "k", "dcg", "ndcg", "empty_ideal", no_results.alias("no_results"), "n_candidates", "n_positive",
+        "weight",
         *[F.col(s).alias(f"slice_{i}") for i, s in enumerate(slices)],
     )
     in_pool = F.col("pool_version").isNull() if pool_version is None else F.col("pool_version") == F.lit(pool_version)

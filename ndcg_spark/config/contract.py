@@ -45,9 +45,10 @@ IDEAL_FROM = ("candidates", "judgments")
 UNJUDGED = ("zero", "exclude", "separate")
 EMPTY_IDEAL = ("exclude", "zero", "error")
 NEGATIVE_GRADES = ("error", "zero")
+NO_RESULTS = ("exclude", "zero")
 #: the fields stamped (and fingerprinted) only when declared away from their default: a contract
 #: that does not declare them keeps the fingerprint it had before they existed
-DECLARED_ONLY = {"max_grade": None, "negative_grades": "error"}
+DECLARED_ONLY = {"max_grade": None, "negative_grades": "error", "no_results": "exclude"}
 
 @dataclass(frozen=True)
 class ColumnMapping:
@@ -112,6 +113,13 @@ class Contract:
         ``"zero"`` (judged, gain 0: trec_eval's reading of a negative relevance, e.g. the Web
         track's -2 "junk"; the ``trec_eval`` preset's; the rows are counted in the row accounting).
         In the fingerprint only when ``zero``.
+    no_results : a request of the night's population a system returned no candidate for (a row
+        flagged ``no_results``; :mod:`ndcg_spark.scoring.no_results`): ``"exclude"`` (NDCG null
+        whatever its ideal, flagged and counted in ``n_no_results``: trec_eval without ``-c``) or
+        ``"zero"`` (NDCG 0, or the empty-ideal policy's value when its ideal is empty too: trec_eval
+        ``-c``, Spark's ``RankingEvaluator``). Default ``exclude``:
+        the means of a night without such requests are what they were, and every contract keeps its
+        fingerprint (``zero`` enters it). The ``ranking_evaluator`` preset sets ``zero``.
     """
 
     k: tuple[int, ...] = (1, 3, 5, 10)
@@ -125,6 +133,7 @@ class Contract:
     columns: ColumnMapping = field(default_factory=ColumnMapping)
     max_grade: float | None = None
     negative_grades: str = "error"
+    no_results: str = "exclude"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", _parse_k(self.k))
@@ -137,6 +146,7 @@ class Contract:
         require_choice(self.unjudged, UNJUDGED, "contract.unjudged")
         require_choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
         require_choice(self.negative_grades, NEGATIVE_GRADES, "contract.negative_grades")
+        require_choice(self.no_results, NO_RESULTS, "contract.no_results")
         # the gain mapping reads a negative grade as the contract says (one mapping for every reader)
         object.__setattr__(self, "gain", replace(self.gain, negative_as_zero=self.negative_grades == "zero"))
         object.__setattr__(self, "max_grade", self.gain.check_max_grade(self.max_grade))
@@ -151,7 +161,8 @@ class Contract:
         the fields spelled out).
 
         >>> Contract.from_dict({"preset": "trec_eval", "k": [10]}) == Contract(
-        ...     k=[10], gain="linear", order="score", ties="doc_id_desc", ideal_from="judgments", empty_ideal="zero")
+        ...     k=[10], gain="linear", order="score", ties="doc_id_desc", ideal_from="judgments", empty_ideal="zero",
+        ...     negative_grades="zero")
         True
         """
         if data is None:

@@ -17,6 +17,7 @@ PER_REQUEST_COLUMNS = (
     "idcg",
     "ndcg",
     "empty_ideal",
+    "no_results",
     "n_candidates",
     "n_judged",
     "n_positive",

@@ -16,11 +16,13 @@ Where each convention comes from (read in the tools' sources; docs/interop.md):
     the query (``rel_levels`` counts the qrels, retrieved or not); a document without a qrel
     has gain 0; a negative relevance is judged with gain 0 (only ``gain > 0`` is summed, and the
     ideal counts the levels above 0); an ideal of 0 leaves NDCG at 0 (no division), and the query
-    counts in the mean.
+    counts in the mean. A query of the qrels the run has no line for is left out of the mean
+    (``no_results: exclude``), unless ``-c`` (``{preset: trec_eval, no_results: zero}``).
 ``ranking_evaluator`` (Spark's ``RankingEvaluator(metricName="ndcgAtK")`` / ``RankingMetrics.ndcgAt``)
     binary relevance: a predicted document is relevant iff it is in the label set (gain 1); the
     ideal is ``min(|labels|, k)`` ones (from the labels, retrieved or not); the prediction array's
-    order is the displayed order; an empty label set scores 0 and counts in the mean.
+    order is the displayed order; an empty label set scores 0 and counts in the mean; so does an
+    empty prediction (``no_results: zero``; SPARK-14886).
 
 >>> resolve_preset({"preset": "trec_eval", "k": [10]})["ties"]
 'doc_id_desc'
@@ -49,6 +51,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "ideal_from": "judgments",
         "unjudged": "separate",
         "empty_ideal": "zero",
+        "no_results": "zero",
     }),
     "trec_eval": MappingProxyType({
         "gain": "linear",
@@ -59,6 +62,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "unjudged": "separate",
         "empty_ideal": "zero",
         "negative_grades": "zero",
+        "no_results": "exclude",
     }),
 })
 

@@ -6,7 +6,7 @@ chart read them through :func:`raised_flags`, :func:`flag_text` and :func:`flag_
 label of the ``flag`` column is derived from them (:func:`flag_label`).
 
 >>> TrendSpec.from_dict({"last": 14})
-TrendSpec(last=14, since=None, max_empty_ideal_shift=0.02)
+TrendSpec(last=14, since=None, max_empty_ideal_shift=0.02, max_no_results_shift=0.02)
 >>> TrendSpec.from_dict({"max_empty_ideal_shift": 2})
 Traceback (most recent call last):
 ...
@@ -61,6 +61,9 @@ TREND_FLAGS = (
     TrendFlag("empty_ideal_shift", "empty_ideal_shifted", "shift", "shift", "empty-ideal share",
               "check the no-answer traffic", share="empty_ideal_share", count="n_empty_ideal",
               threshold="max_empty_ideal_shift"),
+    TrendFlag("no_results_shift", "no_results_shifted", "shift", "no results", "no-result share",
+              "check the requests the ranker returned nothing for", share="no_results_share", count="n_no_results",
+              threshold="max_no_results_shift"),
 )
 #: the shifts of :data:`TREND_FLAGS`
 SHIFTS = tuple(f for f in TREND_FLAGS if f.kind == "shift")
@@ -74,6 +77,8 @@ def flag_label(names: list[str]) -> str | None:
 
     >>> flag_label(["moved", "empty_ideal_shift"]), flag_label(["empty_ideal_shift"]), flag_label([])
     ('moved_with_empty_ideal_shift', 'empty_ideal_shift', None)
+    >>> flag_label(["moved", "empty_ideal_shift", "no_results_shift"])
+    'moved_with_empty_ideal_shift_and_no_results_shift'
     """
     moves = [f.name for f in TREND_FLAGS if f.kind == "move" and f.name in names]
     shifts = LABEL_AND.join(f.name for f in TREND_FLAGS if f.kind == "shift" and f.name in names)
@@ -94,10 +99,11 @@ def raised_flags(row: Any) -> list[TrendFlag]:
 def flag_text(flags: list[TrendFlag]) -> str:
     """The raised flags in one line of words (the CLI's), empty when none.
 
-    >>> flag_text(TREND_FLAGS)
+    >>> moved, empty, no_results = TREND_FLAGS
+    >>> flag_text([moved, empty])
     'MOVED, but the empty-ideal share moved too: may be traffic, not ranking'
-    >>> flag_text(TREND_FLAGS[1:])
-    'the empty-ideal share moved: check the no-answer traffic'
+    >>> flag_text([empty, no_results])
+    'the empty-ideal share and the no-result share moved: check the no-answer traffic; check the requests the ranker returned nothing for'
     """
     moves = [f for f in flags if f.kind == "move"]
     shifts = [f for f in flags if f.kind == "shift"]
@@ -115,8 +121,9 @@ def flag_mark(flags: list[TrendFlag]) -> tuple[str, str] | None:
     """The chart's word for a flagged night and its kind (``move`` when anything moved, else
     ``shift``), or None.
 
-    >>> flag_mark(TREND_FLAGS), flag_mark(TREND_FLAGS[1:]), flag_mark([])
-    (('moved + shift', 'move'), ('shift', 'shift'), None)
+    >>> moved, empty, no_results = TREND_FLAGS
+    >>> flag_mark([moved, empty]), flag_mark([no_results]), flag_mark([])
+    (('moved + shift', 'move'), ('no results', 'shift'), None)
     """
     if not flags:
         return None
@@ -139,27 +146,31 @@ class TrendSpec:
         A night whose share of empty-ideal requests (no positive grade: no-answer traffic) moved by
         more than this (absolute, e.g. 0.02 = 2 points) from the previous comparable night is
         flagged, so a change in traffic is not read as a ranking change. Default 0.02.
+    max_no_results_shift : float
+        Likewise for the share of requests the system returned nothing for (``n_no_results /
+        n_requests``): a ranker that stops answering some requests moves its mean without ranking
+        any better or worse. Default 0.02.
     """
 
     last: int | None = None
     since: str | None = None
     max_empty_ideal_shift: float = 0.02
+    max_no_results_shift: float = 0.02
 
     def __post_init__(self) -> None:
         if self.last is not None:
             require_int(self.last, "trend.last", minimum=1)
         if self.since is not None:
             require_text(self.since, "trend.since")
-        shift = require_number(self.max_empty_ideal_shift, "trend.max_empty_ideal_shift")
-        if not 0 <= shift <= 1:
-            raise ContractError(
-                "trend.max_empty_ideal_shift", f"must be a number from 0 to 1 (a share), got {self.max_empty_ideal_shift!r}"
-            )
+        for f in SHIFTS:  # every shift's threshold: a share
+            value = getattr(self, f.threshold)
+            if not 0 <= require_number(value, f"trend.{f.threshold}") <= 1:
+                raise ContractError(f"trend.{f.threshold}", f"must be a number from 0 to 1 (a share), got {value!r}")
 
     @classmethod
     def from_dict(cls, data: Any) -> TrendSpec:
         """The spec of a YAML ``trend:`` mapping; ``None`` (no section) gives the defaults."""
-        section = dict(require_mapping(data, "trend", {"last", "since", "max_empty_ideal_shift"}))
+        section = dict(require_mapping(data, "trend", {"last", "since", *(f.threshold for f in SHIFTS)}))
         if section.get("since") is not None:
             section["since"] = str(section["since"])  # YAML reads 2026-11-01 as a date
         return cls(**section)

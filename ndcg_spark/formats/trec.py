@@ -7,7 +7,9 @@ a named validation rule (:data:`~ndcg_spark.config.validation_spec.RULES`):
 
 ``trec_field_count``
     not exactly 6 (run) or 4 (qrels) fields. (trec_eval ignores fields after a run's tag; here
-    they are an error, since they usually mean a tag or doc id with a space in it.)
+    they are an error by default, since they usually mean a tag or doc id with a space in it.
+    ``trailing_fields="ignore"`` reads such a line as trec_eval does -- the job does so under the
+    ``trec_eval`` preset -- and marks it ``trec_trailing``; the job counts those lines.)
 ``trec_not_numeric``
     the rank is not an integer, or the score or rel is not a number.
 
@@ -52,7 +54,7 @@ from ndcg_spark.validation.failures import raise_on_broken_rules
 
 # the raw line of a row read with ``keep_malformed=True``, and the TREC rule it breaks (null when
 # well formed): columns validation reads
-from ndcg_spark.validation.tables import TREC_LINE, TREC_RULE
+from ndcg_spark.validation.tables import TREC_LINE, TREC_RULE, TREC_TRAILING
 
 #: Columns of :func:`read_trec_run`: qid, docno, rank, score, tag (the ``Q0`` field is dropped).
 RUN_COLUMNS = ("request_id", "doc_id", "position", "score", "system")
@@ -91,20 +93,30 @@ def _number(i: int) -> Column:
     return try_cast_column(_name(i), "double")
 
 
-def _rule(n_fields: int, not_numeric: Column) -> Column:
-    """The TREC rule a line breaks, or null."""
+TRAILING = ("refuse", "ignore")
+
+
+def _rule(n_fields: int, not_numeric: Column, trailing_fields: str) -> Column:
+    """The TREC rule a line breaks, or null (``trailing_fields``: whether more fields than
+    ``n_fields`` break ``trec_field_count`` or are ignored)."""
+    if trailing_fields not in TRAILING:
+        raise ValueError(f"trailing_fields must be one of {', '.join(TRAILING)}, got {trailing_fields!r}")
+    wrong = F.size("f") < F.lit(n_fields) if trailing_fields == "ignore" else F.size("f") != F.lit(n_fields)
     return (
-        F.when(F.size("f") != F.lit(n_fields), F.lit("trec_field_count"))
+        F.when(wrong, F.lit("trec_field_count"))
         .when(not_numeric, F.lit("trec_not_numeric"))
         .otherwise(F.lit(None).cast("string"))
     )
 
 
 def _finish(
-    lines: DataFrame, columns: dict[str, Column], rule: Column, keep_malformed: bool, what: str
+    lines: DataFrame, columns: dict[str, Column], rule: Column, keep_malformed: bool, what: str, n_fields: int
 ) -> DataFrame:
-    """The parsed columns; with ``keep_malformed`` the raw line and its rule too, else refused first."""
-    parsed = lines.select(*[c.alias(n) for n, c in columns.items()], F.col(TREC_LINE), rule.alias(TREC_RULE))
+    """The parsed columns; with ``keep_malformed`` the raw line, its rule and whether fields past
+    ``n_fields`` were ignored too, else refused first."""
+    trailing = (F.size("f") > F.lit(n_fields)) & rule.isNull()
+    parsed = lines.select(*[c.alias(n) for n, c in columns.items()], F.col(TREC_LINE), rule.alias(TREC_RULE),
+                          trailing.alias(TREC_TRAILING))
     if keep_malformed:
         return parsed
     _refuse_malformed(parsed, what)
@@ -124,14 +136,18 @@ def _refuse_malformed(parsed: DataFrame, what: str) -> None:
     raise_on_broken_rules(counts, ValidationSpec())
 
 
-def read_trec_run(spark: SparkSession, path: str, *, keep_malformed: bool = False) -> DataFrame:
+def read_trec_run(
+    spark: SparkSession, path: str, *, keep_malformed: bool = False, trailing_fields: str = "refuse"
+) -> DataFrame:
     """A TREC run file (``qid Q0 docno rank score tag``) as candidates.
 
     Parameters
     ----------
     path : a file or folder Spark can read as text (any Hadoop file system).
-    keep_malformed : return every line with ``trec_line`` and ``trec_rule`` (see the module
-        docstring) instead of refusing malformed ones.
+    keep_malformed : return every line with ``trec_line``, ``trec_rule`` and ``trec_trailing``
+        (see the module docstring) instead of refusing malformed ones.
+    trailing_fields : ``refuse`` (a line with more than 6 fields breaks ``trec_field_count``) or
+        ``ignore`` (its fields past the tag are ignored, as trec_eval does).
 
     Returns
     -------
@@ -155,21 +171,27 @@ def read_trec_run(spark: SparkSession, path: str, *, keep_malformed: bool = Fals
         "score": score,
         "system": _field(6),
     }
-    return _finish(lines, columns, _rule(_RUN_FIELDS, not_numeric), keep_malformed, "candidates")
+    return _finish(lines, columns, _rule(_RUN_FIELDS, not_numeric, trailing_fields), keep_malformed, "candidates",
+                   _RUN_FIELDS)
 
 
-def read_trec_qrels(spark: SparkSession, path: str, *, keep_malformed: bool = False) -> DataFrame:
+def read_trec_qrels(
+    spark: SparkSession, path: str, *, keep_malformed: bool = False, trailing_fields: str = "refuse"
+) -> DataFrame:
     """A TREC qrels file (``qid iter docno rel``) as judgments.
 
     Returns ``request_id, doc_id, grade`` (the rel, a double); see :func:`read_trec_run` for
-    ``path``, ``keep_malformed`` and the errors. A negative rel (trec_eval: judged "unjudged", gain 0
-    and left out of the ideal) breaks the rule ``grade_negative`` in validation; drop such lines
-    to get trec_eval's treatment.
+    ``path``, ``keep_malformed``, ``trailing_fields`` (past the 4th field) and the errors. A negative
+    rel (trec_eval: judged, gain 0 and left out of the ideal) breaks the rule ``grade_negative`` in
+    validation, unless the contract reads it as trec_eval does (``negative_grades: zero``, the
+    ``trec_eval`` preset's).
     """
     lines = _lines(spark, path, _QRELS_FIELDS)
     rel = _number(4)
     columns = {"request_id": _field(1), "doc_id": _field(3), "grade": rel}
-    return _finish(lines, columns, _rule(_QRELS_FIELDS, rel.isNull()), keep_malformed, "judgments")
+    return _finish(lines, columns, _rule(_QRELS_FIELDS, rel.isNull(), trailing_fields), keep_malformed, "judgments",
+                   _QRELS_FIELDS)
 
 
-__all__ = ["QRELS_COLUMNS", "RUN_COLUMNS", "TREC_LINE", "TREC_RULE", "read_trec_qrels", "read_trec_run"]
+__all__ = ["QRELS_COLUMNS", "RUN_COLUMNS", "TREC_LINE", "TREC_RULE", "TREC_TRAILING", "read_trec_qrels",
+           "read_trec_run"]

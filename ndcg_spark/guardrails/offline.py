@@ -12,7 +12,9 @@ a documents table joined on the doc id. A null column value leaves the request's
 is not counted in the rate (``n_observed`` says how many were).
 
 The rows are the requests each system scored in stage 1 (the per-request table), with their
-slice values; the unit is the request, so the two systems' rates are paired by request.
+slice values; the unit is the request, so the two systems' rates are paired by request. A request
+a system returned nothing for (``no_results``) is one of them: it has no first result (those flags
+null: counted among the rows, not observed) and its top K lacks every document (``top_k_lacks`` 1).
 """
 
 from __future__ import annotations
@@ -72,11 +74,15 @@ def offline_rows(
             flags.append(_flag(g, k).cast("double").alias(name))
             measures.append((g, k, Measure(name, RATE)))
     per_system = ranked.groupBy("system", "pool_version", "request_id").agg(*flags)
-    scored = per_request.select("system", "pool_version", "request_id", *slices).dropDuplicates(
-        ["system", "pool_version", "request_id"])
+    # a request the system returned nothing for (a no_results row) has no first result -- its
+    # first-result flags stay null: counted in n, not observed -- and its top K lacks everything
+    nothing = F.col("no_results") if "no_results" in per_request.columns else F.lit(False)
+    scored = per_request.select("system", "pool_version", "request_id", *slices, nothing.alias("_nothing"))
+    scored = scored.dropDuplicates(["system", "pool_version", "request_id"])
     rows = join_null_safe(scored, per_system, ("system", "pool_version", "request_id"), "left").select(
         F.col("system").alias(ARM), F.col("request_id").cast("string").alias(UNIT), *slices,
-        *[m.column for _, _, m in measures])
+        *[F.when(F.col("_nothing") & F.lit(g.flag == "top_k_lacks"), F.lit(1.0)).otherwise(F.col(m.column))
+          .alias(m.column) for g, _, m in measures])
     return rows, measures
 
 

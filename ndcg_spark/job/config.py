@@ -228,7 +228,9 @@ class JobConfig:
             spark=spark,
             source_file=source_file,
             extra=tuple((k, top[k]) for k in _SECTIONS if k in top)
-            + (("outputs", dict(outputs)), ("base", str(base) if base else None)),
+            + (("outputs", dict(outputs)), ("base", str(base) if base else None),
+               # the contract's preset name: a TREC file is read as its tool reads it (trailing fields)
+               ("preset", (top.get("contract") or {}).get("preset") if isinstance(top.get("contract"), dict) else None)),
         )
 
     def section(self, name: str) -> Any:

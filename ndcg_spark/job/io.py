@@ -29,10 +29,11 @@ from ndcg_spark.job.config import RUN_ID_PATTERN, TABLE_FORMATS, Source
 logger = logging.getLogger(__name__)
 
 
-def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
+def read_source(spark: SparkSession, source: Source, role: str, *, trailing_fields: str = "refuse") -> DataFrame:
     """Read a Parquet/CSV path, a TREC run or qrels file or a catalog table; a missing one is an
     :class:`InputError`. A TREC file's malformed lines are kept, for validation's rules
-    (:mod:`ndcg_spark.formats.trec`).
+    (:mod:`ndcg_spark.formats.trec`); ``trailing_fields``: how a TREC line with more fields than its
+    format reads (``ignore``: as trec_eval does, under the ``trec_eval`` preset).
 
     The schema is resolved here, so a missing input is reported when it is read on a Spark
     Connect session too (which would otherwise analyse it only when the first job runs).
@@ -41,9 +42,9 @@ def read_source(spark: SparkSession, source: Source, role: str) -> DataFrame:
         if source.table is not None:
             df = spark.read.table(source.table)
         elif source.format == "trec_run":
-            df = read_trec_run(spark, source.path, keep_malformed=True)
+            df = read_trec_run(spark, source.path, keep_malformed=True, trailing_fields=trailing_fields)
         elif source.format == "trec_qrels":
-            df = read_trec_qrels(spark, source.path, keep_malformed=True)
+            df = read_trec_qrels(spark, source.path, keep_malformed=True, trailing_fields=trailing_fields)
         elif source.format == "csv":
             df = spark.read.option("header", True).option("inferSchema", True).csv(source.path)
         else:
@@ -108,10 +109,11 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, 
 
     ``merge_schema``: a path table's columns are those of all its files (the runs written by an
     older version lack the newer columns: null there), not those of whichever file Spark reads first.
+    One run of a path table is always read so: its own columns, whatever older nights lack.
     """
     if target.table is not None:
         return _of_run(spark.read.table(target.table), run_id)
-    return _of_run(_load_path(spark, target, merge_schema), run_id, cast=True)
+    return _of_run(_load_path(spark, target, merge_schema or run_id is not None), run_id, cast=True)
 
 
 def read_written(

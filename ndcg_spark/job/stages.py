@@ -77,8 +77,10 @@ def _score_stage(
     spark: SparkSession, config: JobConfig, run_id: str, spec: ValidationSpec, quarantine_target: Source | None
 ) -> StageResult:
     started = time.perf_counter()
-    candidates = read_source(spark, config.candidates, "inputs.candidates")
-    judgments = read_source(spark, config.judgments, "inputs.judgments") if config.judgments else None
+    # under the trec_eval preset a TREC file reads as trec_eval reads it: fields past the format's ignored
+    trailing = "ignore" if config.section("preset") == "trec_eval" else "refuse"
+    candidates = read_source(spark, config.candidates, "inputs.candidates", trailing_fields=trailing)
+    judgments = read_source(spark, config.judgments, "inputs.judgments", trailing_fields=trailing) if config.judgments else None
     attrs = config.attributes
     attributes = Attributes(
         table=read_source(spark, attrs.source, "attributes") if attrs.source else None,
@@ -111,6 +113,7 @@ def _score_stage(
             validate=False,  # validate_inputs just checked them, under the declared handling
             grade_scale=validated.grade_scale,  # noted by that check: no job to read the gains again
             cache_handles=cached,  # released below, once the table is written
+            set_aside=validated.set_aside,  # a quarantined list is counted there, not as no results
         )
         if quarantine_target is not None:
             if validated.quarantine is not None and validated.accounting.rows_quarantined:
@@ -140,6 +143,7 @@ def summarize_per_request(per_request: DataFrame) -> list[dict]:
         F.count(F.lit(1)).alias("requests"),
         F.count("ndcg").alias("scored"),
         F.sum(F.col("empty_ideal").cast("int")).alias("empty_ideal"),
+        F.sum(F.col("no_results").cast("int")).alias("no_results"),
         F.avg("ndcg").alias("macro_ndcg"),
     )
     rows = collect_sorted(means, "contract_fingerprint", "system", "pool_version", "k")
@@ -224,7 +228,9 @@ def aggregate_stage(
     with spark_errors_as_input_errors("stage 2"):
         write_run_partitioned(aggregate(per_request, spec, created_at=created_at), targets["aggregate"])
         written = read_run(spark, targets["aggregate"], run_id)
-        counts = {"per_request": n_per_request, "aggregate": written.count()}
+        counts = {"per_request": n_per_request, "aggregate": written.count(),
+                  # the night's population: every system has a row per request of it (no_results)
+                  "population": per_request.select("request_id").distinct().count()}
         if targets["audit"] is not None:
             write_run_partitioned(audit(written), targets["audit"])
             counts["audit"] = read_run(spark, targets["audit"], run_id).count()

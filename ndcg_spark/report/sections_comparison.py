@@ -120,9 +120,10 @@ def _request_accounting(top: Row, b: str, c: str) -> str:
 
     return (f"<p class='sub'>Requests at K={escape(top.get('k'))}: {count('n_requests')} in all; "
             f"{count('n_paired')} paired; {escape(b)} only: {count('n_only_baseline_missing')} "
-            f"({escape(c)} has no row) + {count('n_only_baseline_empty')} ({escape(c)}'s ideal empty); {escape(c)} "
-            f"only: {count('n_only_candidate_missing')} + {count('n_only_candidate_empty')}; "
-            f"neither: {count('n_neither')}.</p>")
+            f"({escape(c)} returned nothing) + {count('n_only_baseline_empty')} ({escape(c)}'s ideal empty); "
+            f"{escape(c)} only: {count('n_only_candidate_missing')} + {count('n_only_candidate_empty')}; "
+            f"neither: {count('n_neither')}; returned nothing: {escape(b)} {count('n_baseline_no_results')}, "
+            f"{escape(c)} {count('n_candidate_no_results')}.</p>")
 
 
 def _deltas_per_slice(rows: Sequence[Row], k: Any) -> list[str]:

@@ -83,9 +83,15 @@ def _headline(overall: Sequence[Row], ks: Sequence[Any], data: Mapping[str, Any]
                    f"<td><span class='num big'>{escape(fmt_mean(r.get('macro_ndcg')))}</span> <span class='ci'>"
                    f"{escape(fmt_interval(r.get('macro_ci_low'), r.get('macro_ci_high')))}</span></td>"
                    f"<td class='den'>{escape(fmt_count(r.get('n_eligible')))} eligible of "
-                   f"{escape(fmt_count(r.get('n_requests')))}</td>{change}</tr>")
+                   f"{escape(fmt_count(r.get('n_requests')))}{_no_results(r)}</td>{change}</tr>")
     out.append("</table>")
     return out
+
+
+def _no_results(r: Row) -> str:
+    """``300 returned nothing`` under the denominators, when the system returned nothing for some requests."""
+    n = r.get("n_no_results")
+    return f"<br><span class='flag'>{escape(fmt_count(n))} returned nothing</span>" if n else ""
 
 
 def _change_cell(row: Row | None) -> str:

@@ -37,9 +37,10 @@ def section_overall(aggs: Sequence[Row]) -> list[str]:
            f"<p class='sub'>Macro mean: every eligible request counts once. Weighted: by traffic weight. "
            f"{escape(f'{level:.0%} bootstrap intervals over requests' if level else 'No intervals (replicates: 0)')}. "
            "Beside every mean, its denominator: eligible requests (with an NDCG), empty-ideal requests "
-           "(IDCG = 0, set aside or scored 0 as the contract says) and all requests.</p>",
+           "(IDCG = 0, set aside or scored 0 as the contract says), requests the system returned nothing for "
+           "(set aside or scored 0 as the contract says) and all requests.</p>",
            "<table><tr><th class='l'>system</th><th class='l'>pool version</th><th>K</th><th>macro NDCG [interval]</th>"
-           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>all requests</th>"
+           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>no results</th><th>all requests</th>"
            "<th>unjudged share of top K</th></tr>"]
     for r in overall:
         out.append("<tr>" + td(r.get("system"), "l") + td(r.get("pool_version"), "l") + td(r.get("k"))
@@ -59,11 +60,11 @@ def section_overall(aggs: Sequence[Row]) -> list[str]:
 
 
 def _means_and_counts(r: Row) -> str:
-    """The cells both mean tables share: macro and weighted mean with intervals, then the three denominators."""
+    """The cells both mean tables share: macro and weighted mean with intervals, then the four denominators."""
     return (mean_cell(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
             + mean_cell(r.get("weighted_ndcg"), r.get("weighted_ci_low"), r.get("weighted_ci_high"))
             + td(fmt_count(r.get("n_eligible"))) + td(fmt_count(r.get("n_empty_ideal")))
-            + td(fmt_count(r.get("n_requests"))))
+            + td(fmt_count(r.get("n_no_results"))) + td(fmt_count(r.get("n_requests"))))
 
 
 def section_slices(data: Mapping[str, Any]) -> list[str]:
@@ -122,7 +123,8 @@ def _slice_table(aggs: Sequence[Row], dim: Any) -> list[str]:
                   key=lambda r: sort_key(r, "system", "pool_version", "k", "slice_value"))
     out = [f"<details><summary>{escape(dim)}: every slice at every K ({len(rows)} rows)</summary><table>"
            "<tr><th class='l'>system</th><th>K</th><th class='l'>slice</th><th>macro NDCG [interval]</th>"
-           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>all</th><th>small</th></tr>"]
+           "<th>weighted NDCG [interval]</th><th>eligible</th><th>empty-ideal</th><th>no results</th><th>all</th>"
+           "<th>small</th></tr>"]
     for r in rows:
         out.append("<tr>" + td(r.get("system"), "l") + td(r.get("k")) + td(r.get("slice_value"), "l")
                    + _means_and_counts(r) + td("small" if is_true(r.get("below_min_eligible")) else "") + "</tr>")

@@ -11,14 +11,14 @@ Examples
 --------
 >>> print(per_request_summary([
 ...     {"contract_fingerprint": "d3409c6997964582", "system": "bm25", "pool_version": "p1", "k": 10,
-...      "macro_ndcg": 0.65351, "scored": 17, "empty_ideal": 3, "requests": 20},
+...      "macro_ndcg": 0.65351, "scored": 16, "empty_ideal": 3, "no_results": 1, "requests": 20},
 ...     {"contract_fingerprint": "d3409c6997964582", "system": "dense", "pool_version": None, "k": 10,
-...      "macro_ndcg": None, "scored": 0, "empty_ideal": 2, "requests": 2},
+...      "macro_ndcg": None, "scored": 0, "empty_ideal": 2, "no_results": 0, "requests": 2},
 ... ]))
 contract d3409c6997964582
-system     pool                 k macro NDCG   scored   empty      all
-bm25       p1                  10     0.6535       17       3       20
-dense      None                10        n/a        0       2        2
+system     pool                 k macro NDCG   scored   empty no results      all
+bm25       p1                  10     0.6535       16       3          1       20
+dense      None                10        n/a        0       2          0        2
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ndcg_spark.config.trend_spec import flag_text, raised_flags
-from ndcg_spark.report.format import OVERALL, resampling_unit
+from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit
 from ndcg_spark.report.text_guardrails import format_guardrails
 from ndcg_spark.report.text_runs import format_runs
 
@@ -62,13 +62,14 @@ def _contracts(rows: Rows) -> list[str]:
 
 def per_request_summary(rows: Rows) -> str:
     """Overall macro NDCG per system x K with its denominators (the rows of the per-request
-    table summarized: ``macro_ndcg``, ``scored``, ``empty_ideal``, ``requests``)."""
+    table summarized: ``macro_ndcg``, ``scored``, ``empty_ideal``, ``no_results``, ``requests``)."""
     lines = _contracts(rows)
-    lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG':>10} {'scored':>8} {'empty':>7} {'all':>8}")
+    lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG':>10} {'scored':>8} {'empty':>7} "
+                 f"{'no results':>10} {'all':>8}")
     for r in rows:
         lines.append(
             f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {_number(r['macro_ndcg']):>10} "
-            f"{r['scored']:>8} {r['empty_ideal']:>7} {r['requests']:>8}"
+            f"{r['scored']:>8} {r['empty_ideal']:>7} {fmt_count(r.get('no_results')):>10} {r['requests']:>8}"
         )
     return "\n".join(lines)
 
@@ -94,7 +95,7 @@ def aggregate_summary(overall: Rows, audit: Rows) -> str:
     >>> overall = [{"contract_fingerprint": "d340", "system": "bm25", "pool_version": "p1", "k": 10,
     ...             "ci_level": 0.95, "macro_ndcg": 0.6535, "macro_ci_low": 0.6501, "macro_ci_high": 0.657,
     ...             "weighted_ndcg": 0.6754, "weighted_ci_low": None, "weighted_ci_high": None,
-    ...             "n_eligible": 17332, "n_empty_ideal": 2668, "n_requests": 20000}]
+    ...             "n_eligible": 17032, "n_empty_ideal": 2668, "n_no_results": 300, "n_requests": 20000}]
     >>> audit = [{"system": "bm25", "pool_version": "p1", "k": 10, "min_eligible": 30,
     ...           "slice_dimension": "equipment_rarity", "worst_slice_value": "rare", "worst_macro_ndcg": 0.5557,
     ...           "worst_ci_low": 0.5446, "worst_ci_high": 0.5661, "gap_to_overall": -0.0979,
@@ -103,8 +104,8 @@ def aggregate_summary(overall: Rows, audit: Rows) -> str:
     ...           "slice_dimension": "permission_group", "worst_macro_ndcg": None, "n_slices_ranked": 0, "n_slices": 3}]
     >>> print(aggregate_summary(overall, audit))  # doctest: +NORMALIZE_WHITESPACE
     contract d340
-    system     pool                 k          macro NDCG [95% interval]          weighted NDCG [95% interval]  eligible   empty      all
-    bm25       p1                  10            0.6535 [0.6501, 0.6570]                                0.6754    17,332   2,668   20,000
+    system     pool                 k          macro NDCG [95% interval]          weighted NDCG [95% interval]  eligible   empty no results      all
+    bm25       p1                  10            0.6535 [0.6501, 0.6570]                                0.6754    17,032   2,668        300   20,000
     worst slice per dimension at k=10 (every K is in the audit table; ranked: slices with >= 30 eligible requests;
     * its interval lies wholly below the overall mean)
       bm25       equipment_rarity     rare                        0.5557 [0.5446, 0.5661] gap -0.0979* (1,698 eligible)
@@ -142,14 +143,14 @@ def _overall_lines(overall: Rows) -> list[str]:
     lines = _contracts(overall)
     lines.append(
         f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG [' + level + ']':>34} "
-        f"{'weighted NDCG [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'all':>8}"
+        f"{'weighted NDCG [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'no results':>10} {'all':>8}"
     )
     for r in overall:
         lines.append(
             f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} "
             f"{_mean(r['macro_ndcg'], r['macro_ci_low'], r['macro_ci_high']):>34} "
             f"{_mean(r['weighted_ndcg'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
-            f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {r['n_requests']:>8,}"
+            f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {fmt_count(r.get('n_no_results')):>10} {r['n_requests']:>8,}"
         )
     return lines
 
@@ -267,9 +268,10 @@ def _comparison_overall(b: str, c: str, overall: Rows) -> list[str]:
 def _comparison_requests(b: str, c: str, top: Mapping[str, Any]) -> str:
     return (
         f"  requests: {top['n_requests']:,} in all; {top['n_paired']:,} paired; {b} only: "
-        f"{top['n_only_baseline_missing']:,} ({c} has no row) + {top['n_only_baseline_empty']:,} ({c}'s ideal empty); "
-        f"{c} only: {top['n_only_candidate_missing']:,} + {top['n_only_candidate_empty']:,}; "
-        f"neither: {top['n_neither']:,}"
+        f"{top['n_only_baseline_missing']:,} ({c} returned nothing) + {top['n_only_baseline_empty']:,} "
+        f"({c}'s ideal empty); {c} only: {top['n_only_candidate_missing']:,} + {top['n_only_candidate_empty']:,}; "
+        f"neither: {top['n_neither']:,}; returned nothing: {b} {fmt_count(top.get('n_baseline_no_results'))}, "
+        f"{c} {fmt_count(top.get('n_candidate_no_results'))}"
     )
 
 

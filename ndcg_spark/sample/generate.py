@@ -9,7 +9,8 @@ shaped like SPEC §3 and two for the release guardrails (issue 15):
     ``hybrid``, rank the *same* candidate pool per request (5..30 candidates, about 2% of requests
     with a single one); ``hybrid`` orders it modestly better. ``position`` is 1..M per request and
     system; ``score`` is non-increasing with position and has some exact ties (broken by
-    ``doc_id`` ascending, so position order and "score desc, doc_id asc" agree).
+    ``doc_id`` ascending, so position order and "score desc, doc_id asc" agree). ``hybrid``
+    returned nothing for about 1.5% of requests (a timeout: no candidate row; ``no_results``).
 ``judgments``
     ``request_id, doc_id, grade`` with integer grades 0..3 as doubles. About 15% of candidates
     have no judgment row (unjudged); about 10% of requests have only zero grades (empty ideal

@@ -24,12 +24,16 @@ DENSE_SYSTEM = "dense"
 DENSE_POOL_VERSION = "pool-2026-11-28-dense"
 """The optional third ranker (``generate(..., dense_pool=True)``) and its own candidate pool."""
 
+#: of the requests, those ``hybrid`` returned nothing for (a timeout): no candidate row of its own
+HYBRID_TIMEOUT_SHARE = 0.015
 _DENSE_DROP_SHARE = 0.25  # of the shared pool's candidates (all but the first), not retrieved by dense
 _DENSE_FIND_SHARE = 0.7  # of the judged documents outside the shared pool, retrieved by dense
 
 
 def shared_pool_candidates(pool: DataFrame, seed: int) -> DataFrame:
-    """Both systems' rankings of the retrieved documents; positions follow score desc, doc_id asc."""
+    """Both systems' rankings of the retrieved documents; positions follow score desc, doc_id asc.
+    ``hybrid`` times out on about :data:`HYBRID_TIMEOUT_SHARE` of the requests: it has no candidate
+    for those (``bm25`` answers them all), so the demo shows a ranker's unanswered requests counted."""
     noise_bm25 = normal(seed, "noise.bm25", "rid", "i")
     noise_own = normal(seed, "noise.hybrid", "rid", "i")
     scored = (
@@ -50,8 +54,11 @@ def shared_pool_candidates(pool: DataFrame, seed: int) -> DataFrame:
         )
     )
     pairs = ", ".join(f"{string_literal(name)}, {name}" for name in SYSTEMS)  # 'bm25', bm25, 'hybrid', hybrid
-    by_system = scored.select("request_id", "doc_id", F.expr(f"stack({len(SYSTEMS)}, {pairs}) AS (system, score)"))
-    return _ranked(by_system, ("request_id", "system"), F.col("system"), POOL_VERSION)
+    timed_out = F.expr(f"{uniform(seed, 'hybrid.timeout', 'rid')} < {double_literal(HYBRID_TIMEOUT_SHARE)}")
+    by_system = scored.select("request_id", "doc_id", timed_out.alias("_timed_out"),
+                              F.expr(f"stack({len(SYSTEMS)}, {pairs}) AS (system, score)"))
+    answered = by_system.filter(~(F.col("_timed_out") & (F.col("system") == F.lit("hybrid")))).drop("_timed_out")
+    return _ranked(answered, ("request_id", "system"), F.col("system"), POOL_VERSION)
 
 
 def dense_pool_candidates(pool: DataFrame, seed: int) -> DataFrame:

@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg, unjudged_bound_ideal
-from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring.columns import (
     REQUEST_KEYS,
     by_doc_id_descending,
@@ -22,7 +21,7 @@ from ndcg_spark.scoring.columns import (
     keys_frame,
     metrics_columns,
 )
-from ndcg_spark.scoring.inputs import prepare_judgments
+from ndcg_spark.scoring.inputs import ideal_of_judgments
 from ndcg_spark.scoring.large import cut_to_top_k
 
 
@@ -135,13 +134,7 @@ def _ideal_of_candidates(contract: Contract) -> list[Column]:
 def _with_ideal_of_judgments(grouped: DataFrame, judgments: DataFrame, contract: Contract) -> DataFrame:
     """``grouped`` with ``ideal``: the gains of every judged document of the request, retrieved
     or not, largest first (empty when the request has none)."""
-    ideal = (
-        prepare_judgments(judgments, contract)
-        .filter(F.col("grade").isNotNull())
-        .groupBy("request_id")
-        .agg(F.sort_array(F.collect_list(gain(F.col("grade"), contract.gain)), asc=False).alias("ideal"))
-    )
-    return grouped.join(ideal, "request_id", "left").withColumn(
+    return grouped.join(ideal_of_judgments(judgments, contract), "request_id", "left").withColumn(
         "ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>"))
     )
 

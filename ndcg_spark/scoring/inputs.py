@@ -78,6 +78,18 @@ def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
     )
 
 
+def ideal_of_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
+    """``request_id, ideal``: the gains of every judged document of each request, retrieved or not,
+    largest first (the ideal under ``ideal_from: judgments``, and of a request a ranker returned
+    nothing for)."""
+    return (
+        prepare_judgments(judgments, contract)
+        .filter(F.col("grade").isNotNull())
+        .groupBy("request_id")
+        .agg(F.sort_array(F.collect_list(contract.gain.column(F.col("grade"))), asc=False).alias("ideal"))
+    )
+
+
 def request_keys(
     candidates: DataFrame,
     contract: Contract,

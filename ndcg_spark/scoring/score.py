@@ -24,6 +24,7 @@ from ndcg_spark.scoring.collecting import score_by_collecting
 from ndcg_spark.scoring.columns import INTEGRAL_TYPES, METRIC_FIELDS, PER_REQUEST_COLUMNS, metric_column
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
+from ndcg_spark.scoring.no_results import with_no_results
 from ndcg_spark.validation.shell_check import shell_check
 
 
@@ -41,6 +42,7 @@ def score_requests(
     validate: bool = True,
     grade_scale: int | None = None,
     cache_handles: list[DataFrame] | None = None,
+    set_aside: DataFrame | None = None,
 ) -> DataFrame:
     """Score every request: one row per request x system x K.
 
@@ -85,12 +87,17 @@ def score_requests(
         for the caller to ``unpersist()`` once the result is written (the job does); otherwise
         it stays cached for the session, one per call (``spark.catalog.clearCache()`` releases
         them all; a result read after that is computed again from its inputs).
+    set_aside : ``request_id``, ``system``, ``pool_version`` of lists the input check quarantined
+        (``ValidatedInputs.set_aside``): not counted as returning nothing.
 
     Returns
     -------
     DataFrame with :data:`PER_REQUEST_COLUMNS`, the slice columns, then ``contract_fingerprint``.
     ``ndcg`` is null for an empty ideal under ``empty_ideal: exclude``; ``empty_ideal`` flags it
-    under every policy.
+    under every policy. A request of the night's population (the ``attributes`` table's requests,
+    else every request of the judgments and the candidates) that a system returned nothing for has
+    a row flagged ``no_results`` (:mod:`ndcg_spark.scoring.no_results`), scored under the
+    contract's ``no_results``.
 
     Examples
     --------
@@ -134,6 +141,9 @@ def score_requests(
             per_request = score_by_collecting(rest, judgments, contract, large)
             if scored_dense is not None:
                 per_request = scored_dense.unionByName(per_request)
+        # a row for every request of the night's population a system did not answer
+        per_request = with_no_results(per_request, candidates, judgments, attributes, contract, (system, pool_version),
+                                      set_aside)
         return per_request_table(per_request, candidates, attributes, contract, run_id)
 
 
@@ -226,20 +236,26 @@ def rows_per_k(per_request: DataFrame, contract: Contract) -> DataFrame:
     per_k = F.posexplode_outer(F.array(*[F.lit(k) for k in contract.k])).alias("_k_slot", "k")
     scored = per_request.select("*", per_k)
     scored = scored.select(*[c for c in per_request.columns if c not in flat], "k", *fields)
-    empty = F.col("idcg") <= 0
-    if contract.empty_ideal == "zero":
-        on_empty = F.lit(0.0)
-    else:
-        on_empty = F.lit(None).cast("double")
-    return scored.withColumn("empty_ideal", empty).withColumn(
-        "ndcg", F.when(empty, on_empty).otherwise(F.col("dcg") / F.col("idcg"))
-    )
+    empty, no_results = F.col("idcg") <= 0, F.col("no_results")
+    on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
+    # a request returned nothing for is set aside under `exclude` whatever its ideal (as trec_eval
+    # without -c leaves the query out); under `zero` its empty ideal, if any, is the empty-ideal policy's
+    set_aside = no_results if contract.no_results == "exclude" else F.lit(False)
+    ndcg = (F.when(set_aside, F.lit(None).cast("double")).when(empty, on_empty).when(no_results, F.lit(0.0))
+            .otherwise(F.col("dcg") / F.col("idcg")))
+    scored = scored.withColumn("empty_ideal", empty).withColumn("ndcg", ndcg)
+    if contract.unjudged_gains is None:
+        return scored
+    # a request without candidates has none to judge: each what-if is its NDCG
+    return scored.withColumns({b: F.when(no_results, F.col("ndcg")).otherwise(F.col(b))
+                               for b in ("ndcg_unjudged_low", "ndcg_unjudged_high")})
 
 
 def _fail_on_empty_ideal(per_request: DataFrame) -> None:
     """Raise :class:`EmptyIdealError` (``empty_ideal: error``) naming how many requests have an
-    empty ideal and one of them."""
-    empty = per_request.filter(F.col("empty_ideal")).select("system", "request_id").distinct()
+    empty ideal and one of them (among those a system returned candidates for: a request without
+    any is counted as ``no_results``, under its own policy)."""
+    empty = per_request.filter(F.col("empty_ideal") & ~F.col("no_results")).select("system", "request_id").distinct()
     example = empty.limit(1).collect()
     if example:
         n = empty.count()

@@ -92,7 +92,7 @@ def _trend_inputs(aggregates: DataFrame) -> DataFrame:
     shift flag (:data:`~ndcg_spark.config.trend_spec.SHIFTS`: its count over all requests)."""
     present = set(aggregates.columns)
     typed = {"macro_ci_low": "double", "macro_ci_high": "double", "weighted_ndcg": "double",
-             "weighted_ci_low": "double", "weighted_ci_high": "double", "n_eligible": "bigint",
+             "weighted_ci_low": "double", "weighted_ci_high": "double", "n_eligible": "bigint", "n_no_results": "bigint",
              "unjudged_share": "double", "below_min_eligible": "boolean"}
     carried = [F.col(c) if c in present else F.lit(None).cast(typed.get(c, "double")).alias(c) for c in _CARRIED]
     rows = aggregates.select("run_id", *SERIES_KEYS, "pool_version", "contract_fingerprint", *carried)

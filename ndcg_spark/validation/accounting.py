@@ -50,6 +50,8 @@ class InputAccounting:
     quarantined_by_rule: tuple[tuple[str, int], ...] = ()
     #: rows whose negative grade was read as judged, gain 0 (``contract.negative_grades: zero``)
     negative_grades_as_zero: int = 0
+    #: TREC lines whose fields past the format's were ignored, as trec_eval ignores them
+    trailing_fields_ignored: int = 0
 
     @classmethod
     def from_counts(cls, counts: RuleCounts, name: str) -> InputAccounting:
@@ -62,7 +64,8 @@ class InputAccounting:
         quarantined = sum(n for _, n in by_rule)
         merged = counts.get((name, "merged", None), (0, None))[0]
         negative = counts.get((name, "grades", "negative"), (0, None))[0]
-        return cls(name, read, read - quarantined, quarantined, merged, tuple(by_rule), negative)
+        trailing = counts.get((name, "notes", "trec_trailing"), (0, None))[0]
+        return cls(name, read, read - quarantined, quarantined, merged, tuple(by_rule), negative, trailing)
 
     @property
     def balanced(self) -> bool:
@@ -77,6 +80,7 @@ class InputAccounting:
             "quarantined_by_rule": dict(self.quarantined_by_rule),
             # only when the contract reads negative grades as gain 0 and some were
             **({"negative_grades_as_zero": self.negative_grades_as_zero} if self.negative_grades_as_zero else {}),
+            **({"trailing_fields_ignored": self.trailing_fields_ignored} if self.trailing_fields_ignored else {}),
         }
 
     def summary(self) -> str:
@@ -87,6 +91,8 @@ class InputAccounting:
             notes.append(f"{self.duplicates_merged:,} identical duplicate(s) merged")
         if self.negative_grades_as_zero:
             notes.append(f"{self.negative_grades_as_zero:,} negative grade(s) read as judged, gain 0")
+        if self.trailing_fields_ignored:
+            notes.append(f"{self.trailing_fields_ignored:,} TREC line(s) with trailing fields ignored, as trec_eval")
         return text + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -145,6 +151,15 @@ class ValidatedInputs:
     contract: Contract
     _cached: tuple[DataFrame, ...] = ()
     grade_scale: int | None = None
+
+    @property
+    def set_aside(self) -> DataFrame | None:
+        """The request keys (``request_id``, ``system``, ``pool_version``) of candidate lists with a
+        quarantined row: a system answered them, so they are not requests it returned nothing for."""
+        if self.quarantine is None:
+            return None
+        rows = self.quarantine.where(self.quarantine["input"] == "candidates")
+        return rows.select("request_id", "system", "pool_version").distinct()
 
     def unpersist(self) -> None:
         for df in self._cached:

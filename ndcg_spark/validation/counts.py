@@ -37,6 +37,7 @@ from ndcg_spark.validation.candidates import valid_position
 from ndcg_spark.validation.flags import JUDGED_PAIR, REQUEST_LIST, rule_name
 from ndcg_spark.validation.inputs import FlaggedInputs
 from ndcg_spark.validation.judgments import conflict
+from ndcg_spark.validation.tables import TREC_TRAILING
 
 #: ``(count key, aggregate Column)``; keys are ``read``, ``merged``, ``rule:<name>``, ``maybe:<name>``
 #: or ``grades:<name>``
@@ -77,11 +78,16 @@ def _grouped_counts(name: str, df: DataFrame, keys: list[str], aggs: list[Column
     then ``items`` over the groups, which hold ``__v_n`` (their rows), the row rules' sums and ``aggs``."""
     sums = _row_rule_sums(df)
     grades = _grade_aggs() if "__v_grade" in df.columns else []
-    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs, *grades)
+    # TREC lines whose fields past the format's were ignored (trailing_fields="ignore")
+    trailing = [F.sum(F.col(TREC_TRAILING).cast("long")).alias("__v_trail")] if TREC_TRAILING in df.columns else []
+    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("__v_n"), *[c.alias(n) for n, c in sums], *aggs, *grades,
+                                   *trailing)
     read = [("read", F.sum("__v_n"))] + [(f"rule:{n}", F.sum(n)) for n, _ in sums]
     if grades:
         read += [("grades:top", F.max("__v_gtop")), ("grades:off", F.sum("__v_goff")),
                  ("grades:negative", F.sum("__v_gneg"))]
+    if trailing:
+        read.append(("notes:trec_trailing", F.sum("__v_trail")))
     return _count_row(name, groups, read + items)
 
 

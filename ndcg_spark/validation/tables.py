@@ -33,6 +33,9 @@ TREC_LINE = "trec_line"
 #: The TREC rule such a row breaks (``trec_field_count``, ``trec_not_numeric``; null when well formed):
 #: validation flags it (:func:`ndcg_spark.validation.flags.with_line_rules`).
 TREC_RULE = "trec_rule"
+#: Whether such a row had fields past its format's, ignored as trec_eval ignores them (read with
+#: ``trailing_fields="ignore"``): counted in the row accounting.
+TREC_TRAILING = "trec_trailing"
 
 _TEXT = (T.StringType, T.VarcharType, T.CharType)
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)

@@ -135,7 +135,7 @@ def validate_inputs(
         if any(spec.handling(rule) == "error" for rule in broken):
             raise_on_broken_rules(count_flagged_rows(flag_every_rule(rows, contract, spec, quarantining=False)), spec)
             raise_on_broken_rules(counts, spec)  # only if the detector and the row flags ever disagreed
-        notes = {key: value for key, value in counts.items() if key[1] == "grades"}  # the detector's notes
+        notes = {key: value for key, value in counts.items() if key[1] in ("grades", "notes")}  # the detector's notes
         return replace(_quarantined(rows, attributes, contract, spec, run_id, notes), grade_scale=scale)
 
 
@@ -184,7 +184,7 @@ def _quarantined(
 ) -> ValidatedInputs:
     """Every rule flagged, the flagged inputs persisted once (for scoring and the quarantine write),
     counted and checked (rules handled as ``error``, the maximum share); the rows that passed.
-    ``notes``: what the count-only detector noted of the grades (kind ``grades``), kept as read."""
+    ``notes``: what the count-only detector noted of the rows read (kinds ``grades`` and ``notes``), kept as read."""
     flagged = flag_every_rule(rows, contract, spec, quarantining=True)
     for name, (table, df) in flagged.items():
         flagged[name] = (table, persist_coalesced(df))
