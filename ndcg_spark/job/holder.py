@@ -2,8 +2,8 @@
 
 The holder is the attempt a ``running`` row of the run-status table names; its last heartbeat
 is the later of that row's ``updated_at`` and its own row's in the run-attempts table (every beat
-rewrites the latter). It may be taken over when that heartbeat is older than ``stale_after``,
-when it ran on this host and its process no longer exists, or when the user says so
+rewrites the latter). It may be taken over when it ran on this host and its process no longer
+exists, when that heartbeat is older than ``stale_after``, or when the user says so
 (``--take-over``); else it is alive, and the next attempt waits for it or is refused.
 """
 
@@ -66,11 +66,11 @@ def _takeover_reason(
     """'' when the run is free, why its holder may be taken over, or None: a live attempt holds it."""
     if row is None or row["status"] != RUNNING:
         return ""
+    if holder is not None and record.process_gone(holder["host"], holder["pid"]):  # provably dead
+        return f"its process {holder['pid']} on {holder['host']} no longer exists"
     beat = last_beat(row, holder)
     if beat is not None and utc_now() - beat > spec.stale_after:
         return f"its last heartbeat was {duration(utc_now() - beat)} old (stale after {duration(spec.stale_after)})"
-    if holder is not None and record.process_gone(holder["host"], holder["pid"]):
-        return f"its process {holder['pid']} on {holder['host']} no longer exists"
     return "--take-over" if take_over else None
 
 

@@ -55,7 +55,7 @@ from ndcg_spark.job.config import Source
 from ndcg_spark.job.heartbeat import Heartbeat
 from ndcg_spark.job.holder import last_beat, wait_until_free
 from ndcg_spark.job.publish import COMPLETE, FAILED, RUNNING, describe_attempt, mark_run, status_row, when
-from ndcg_spark.job.session import cancel_until, step_tags, tagged
+from ndcg_spark.job.session import cancel_until, scheduler_pool, step_tags, tagged
 from ndcg_spark.job.steps import step
 
 __all__ = ["Lease", "acquire", "publishing"]
@@ -68,6 +68,8 @@ SETTLE_SHARE = 1.5
 MAX_SETTLE_SECONDS = 10.0
 #: the step an attempt is in while it takes the run (its jobs' step tag)
 TAKING = "unpublish"
+#: the heartbeat's step tag, and its jobs' fair-scheduler pool (a beat waits for one task at most)
+HEARTBEAT = "heartbeat"
 
 
 @contextlib.contextmanager
@@ -211,9 +213,10 @@ class Lease:
         rewritten (its ``updated_at`` is the heartbeat; its ``last_step`` the step reached). The
         run-status row, which dashboards read, is left alone -- unless there is no run-attempts
         table, when ``running`` is rewritten instead. Its jobs carry ``ndcg-spark:<run_id>:heartbeat``
-        only, so cancelling the run's jobs (its run tag) leaves it be."""
+        only, so cancelling the run's jobs (its run tag) leaves it be, and go to a fair-scheduler
+        pool of their own (:func:`~ndcg_spark.job.session.scheduler_pool`)."""
         run_id = self.attempt.run_id
-        with self._lock, tagged(self.spark, step_tags(run_id, "heartbeat")[1]):
+        with self._lock, tagged(self.spark, step_tags(run_id, HEARTBEAT)[1]), scheduler_pool(self.spark, HEARTBEAT):
             if self._closed:
                 return
             started = time.monotonic()

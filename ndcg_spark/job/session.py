@@ -123,6 +123,9 @@ def _settings(warehouse_dir: str | Path | None, shuffle_partitions: int | None, 
     }
     if starts_driver:
         settings["spark.ui.enabled"] = "false"
+        # the stages' jobs share the default pool (first in, first out among them, as without pools);
+        # the heartbeat's have a pool of their own, so a beat waits for one task, not the stage
+        settings["spark.scheduler.mode"] = "FAIR"
     if warehouse_dir is not None:
         settings["spark.sql.warehouse.dir"] = str(Path(warehouse_dir).resolve())
     if shuffle_partitions is not None:
@@ -172,6 +175,21 @@ def _add_tag(spark: SparkSession, tag: str) -> list:
         context.addJobTag(tag)
         removers.append(lambda: context.removeJobTag(tag))
     return removers
+
+
+@contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """The Spark jobs this thread starts in the block go to the fair scheduler's pool ``pool``
+    (created on first use; under FIFO scheduling, or over Spark Connect, nothing changes)."""
+    if is_connect(spark):
+        yield
+        return
+    context = spark.sparkContext
+    context.setLocalProperty("spark.scheduler.pool", pool)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.scheduler.pool", None)
 
 
 def cancel_tagged(spark: SparkSession, tag: str) -> None:
