@@ -79,6 +79,7 @@ def _doctest_namespace(request, doctest_namespace):
 #: order, so that no long module is left to run alone at the end.
 LONGEST_FIRST = (
     "tests/test_run_faults.py",
+    "tests/test_scheduler_retries.py",
     "tests/test_cluster_faults.py",
     "tests/test_run_retries.py",
     "tests/test_benchmarks_smoke.py",

@@ -5,8 +5,10 @@ sequence of a run) and prints what the run did (:mod:`ndcg_spark.report.text`); 
 writes the embedded sample data (:mod:`ndcg_spark.sample.generate`).
 
 The library's log lines (logger ``ndcg_spark``), among them one per step of a run with its
-elapsed time, go to stderr; the results to stdout. Every deliberate failure (bad config, bad input, empty ideal under ``error``) ends in one
-readable paragraph and exit status 2; ``--debug`` shows the trace instead.
+elapsed time, go to stderr; the results to stdout. Every failure ends in one readable paragraph
+(``--debug`` shows the trace instead) and an exit status a scheduler can act on
+(:data:`EXIT_STATUSES`, docs/operations.md#exit-statuses). SIGTERM, SIGINT and SIGHUP end an
+attempt cleanly (:mod:`ndcg_spark.job.signals`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,48 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.job.run import ReportOutcome, RunOutcome
+    from ndcg_spark.job.signals import Ending
     from ndcg_spark.job.stages import StageResult
+
+EXIT_OK = 0
+#: a failure that is not the input's nor the configuration's (Spark, the cluster, another process
+#: writing the tables): a retry may succeed
+EXIT_FAILED = 1
+#: bad input or configuration (a named rule, a missing column, an empty ideal under ``error``):
+#: fix it first, a retry fails the same way (argparse's usage errors exit with 2 too)
+EXIT_BAD_INPUT = 2
+#: another attempt took the run over and publishes it: do not retry this one
+EXIT_LEASE_LOST = 3
+#: a live attempt holds the run (sysexits' EX_TEMPFAIL): retry later, or start with ``--wait``
+EXIT_RUN_IN_PROGRESS = 75
+EXIT_STATUSES = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "failed (Spark, the cluster, the tables changed under it): retry",
+    EXIT_BAD_INPUT: "bad input or configuration: do not retry, fix it",
+    EXIT_LEASE_LOST: "lease lost: another attempt took the run over and publishes it; do not retry",
+    EXIT_RUN_IN_PROGRESS: "lease held by a live attempt: retry later (or --wait)",
+    128 + 1: "interrupted by SIGHUP (recorded failed): retry",
+    128 + 2: "interrupted by SIGINT (recorded failed): retry",
+    128 + 15: "interrupted by SIGTERM (recorded failed): retry",
+}
+"""The console script's exit statuses and what a scheduler does with each (128 + N: ended by signal N)."""
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status of a command that failed with ``exc`` (:data:`EXIT_STATUSES`)."""
+    from ndcg_spark.errors import (
+        FileVanished, Interrupted, LeaseLost, NdcgError, RunInProgress, SparkFailure,
+    )
+
+    if isinstance(exc, Interrupted):
+        return exc.exit_code
+    if isinstance(exc, RunInProgress):
+        return EXIT_RUN_IN_PROGRESS
+    if isinstance(exc, LeaseLost):
+        return EXIT_LEASE_LOST
+    if isinstance(exc, (FileVanished, SparkFailure)) or not isinstance(exc, NdcgError):
+        return EXIT_FAILED
+    return EXIT_BAD_INPUT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     for p in writers:
         p.add_argument("--take-over", action="store_true",
                        help="start although the run-status table says another attempt is running this run (it is dead)")
+        p.add_argument("--wait", type=_minutes, default=None, metavar="MINUTES",
+                       help="while a live attempt holds the run, wait up to MINUTES for it to end or go stale "
+                            f"(then exit {EXIT_RUN_IN_PROGRESS})")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
@@ -56,7 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="the last runs' status rows: attempt, start, end, Spark application, failure reason")
     runs.add_argument("--config", required=True, help="job YAML (see conf/)")
     runs.add_argument("--last", type=int, default=10, help="how many runs, most recently written first (default 10)")
-    runs.add_argument("--failed", action="store_true", help="only the runs whose last attempt failed")
+    which = runs.add_mutually_exclusive_group()
+    which.add_argument("--failed", action="store_true", help="only the runs whose last attempt failed")
+    which.add_argument("--attempts", action="store_true",
+                       help="every attempt of the last runs (the run-attempts table): outcome, last step, host, pid")
     runs.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
@@ -73,20 +122,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes >= 0, got {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None, *, spark_master_from_config: bool = True) -> int:
-    """Run the CLI; returns the exit status.
+    """Run the CLI; returns the exit status (:data:`EXIT_STATUSES`).
 
     ``spark_master_from_config=False`` (the spark-submit entry) leaves the master to spark-submit.
     """
+    from ndcg_spark.errors import Interrupted
+    from ndcg_spark.job.signals import ending_on_signals
+
     args = _parser().parse_args(argv)
-    with _progress_on_stderr(debug=args.debug):
+    with _progress_on_stderr(debug=args.debug), ending_on_signals() as ending:
         try:
-            return _dispatch(args, spark_master_from_config)
+            return _dispatch(args, spark_master_from_config, ending)
+        except Interrupted as exc:
+            print(f"ndcg-spark {args.command}: {exc}.", file=sys.stderr)
+            return exc.exit_code
         except Exception as exc:  # noqa: BLE001 - every failure becomes one paragraph unless --debug
             if args.debug:
                 raise
             print(f"ndcg-spark {args.command}: failed.\n{_explain(exc)}", file=sys.stderr)
-            return 2
+            return exit_status(exc)
 
 
 @contextlib.contextmanager
@@ -115,66 +180,78 @@ def _explain(exc: BaseException) -> str:
     return one_paragraph(exc)
 
 
-def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
+def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:
     if args.command == "sample":
-        return _sample(args, master_from_config)
+        return _sample(args, master_from_config, ending)
+    import datetime as dt
+
     from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
     from ndcg_spark.job.run import run_job
+    from ndcg_spark.job.session import step_tags
 
     config = JobConfig.from_yaml(args.config)
     if args.command == "trend":
-        return _trend(args, config, master_from_config)
+        return _trend(args, config, master_from_config, ending)
     if args.command == "runs":
-        return _runs(args, config, master_from_config)
+        return _runs(args, config, master_from_config, ending)
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
-    spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config)
+    spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
+    ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
+    wait = getattr(args, "wait", None)
     # the stages' lines are printed as soon as the stages are done, before the report is written
     outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)),
-                      take_over=getattr(args, "take_over", False))
+                      take_over=getattr(args, "take_over", False),
+                      wait=None if wait is None else dt.timedelta(minutes=wait))
     _print(_report_lines(outcome.report))
-    return 0
+    return EXIT_OK
 
 
-def _session(config, app_name: str, master_from_config: bool):
+def _session(config, app_name: str, master_from_config: bool, ending: Ending):
     from ndcg_spark.job.session import build_session
 
-    return build_session(
-        master=config.spark.master if master_from_config else None,
-        app_name=app_name,
-        warehouse_dir=config.spark.warehouse_dir,
-        shuffle_partitions=config.spark.shuffle_partitions,
-        conf=dict(config.spark.conf),
-    )
+    with ending.starting_session():  # the driver's JVM ignores the signals that end this process
+        return build_session(
+            master=config.spark.master if master_from_config else None,
+            app_name=app_name,
+            warehouse_dir=config.spark.warehouse_dir,
+            shuffle_partitions=config.spark.shuffle_partitions,
+            conf=dict(config.spark.conf),
+        )
 
 
-def _trend(args: argparse.Namespace, config, master_from_config: bool) -> int:
+def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: Ending) -> int:
     from ndcg_spark.job.trends import trend_rows
     from ndcg_spark.report.text import format_trend
 
     spec = config.trend_spec().narrowed(last=args.last, since=args.since)
-    spark = _session(config, "ndcg-spark trend", master_from_config)
+    spark = _session(config, "ndcg-spark trend", master_from_config, ending)
     rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
     print(format_trend([r.asDict() for r in rows]))
-    return 0
+    return EXIT_OK
 
 
-def _runs(args: argparse.Namespace, config, master_from_config: bool) -> int:
-    from ndcg_spark.job.lease import recent_runs
-    from ndcg_spark.job.publish import FAILED
-    from ndcg_spark.report.text import format_runs
+def _runs(args: argparse.Namespace, config, master_from_config: bool, ending: Ending) -> int:
+    from ndcg_spark.job.attempts import recent_attempts
+    from ndcg_spark.job.publish import FAILED, recent_runs
+    from ndcg_spark.report.text import format_attempts, format_runs
 
-    spark = _session(config, "ndcg-spark runs", master_from_config)
+    spark = _session(config, "ndcg-spark runs", master_from_config, ending)
+    if args.attempts:
+        rows = recent_attempts(spark, config.run_attempts(), last=args.last)
+        print(format_attempts(rows, config.run_attempts().describe()))
+        return EXIT_OK
     only = FAILED if args.failed else None
     rows = recent_runs(spark, config.run_status(), last=args.last, only=only)
     print(format_runs(rows, config.run_status().describe(), only))
-    return 0
+    return EXIT_OK
 
 
-def _sample(args: argparse.Namespace, master_from_config: bool) -> int:
+def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:
     from ndcg_spark.job.session import build_session
     from ndcg_spark.sample.generate import write_sample
 
-    spark = build_session(master="local[*]" if master_from_config else None, app_name="ndcg-spark sample")
+    with ending.starting_session():
+        spark = build_session(master="local[*]" if master_from_config else None, app_name="ndcg-spark sample")
     started = time.perf_counter()
     paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool,
                          no_positive_share=args.no_positive_share)
@@ -182,7 +259,7 @@ def _sample(args: argparse.Namespace, master_from_config: bool) -> int:
     width = max(map(len, paths))
     for name, path in paths.items():
         print(f"  {name:<{width}}  {path}")
-    return 0
+    return EXIT_OK
 
 
 def _print(lines: list[str]) -> None:

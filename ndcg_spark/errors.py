@@ -7,6 +7,7 @@ them into one readable paragraph and a non-zero exit instead of a stack trace.
 from __future__ import annotations
 
 import re
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,12 @@ class ContractError(NdcgError, ValueError):
 
 class InputError(NdcgError, ValueError):
     """An input table cannot be scored as it is (missing column, wrong type, bad rows)."""
+
+
+class SparkFailure(InputError):
+    """Spark failed while running a stage's jobs (not while analysing its plan, which names a
+    missing column or a wrong type): the data may be at fault, or the cluster (a lost executor,
+    memory, a cancelled job), so a retry may succeed. The message is Spark's first line."""
 
 
 class EmptyIdealError(NdcgError):
@@ -60,6 +67,26 @@ class RunInProgress(NdcgError):
 class LeaseLost(NdcgError):
     """This attempt no longer holds its run: another attempt's id is on the run-status row. The
     attempt stops without publishing and without recording a failure (the row is the other's)."""
+
+
+class Interrupted(BaseException):
+    """The attempt was ended by a signal (SIGTERM, SIGINT, SIGHUP: a scheduler's timeout or
+    preemption, Ctrl-C, a closed terminal). Like ``KeyboardInterrupt`` it is no ``Exception``, so
+    no ``except Exception`` swallows it. ``str()`` is the reason recorded: ``terminated by SIGTERM``.
+
+    >>> error = Interrupted(signal.SIGTERM)
+    >>> str(error), error.exit_code
+    ('terminated by SIGTERM', 143)
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(f"terminated by {signal.Signals(self.signum).name}")
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention for a process ended by a signal: 128 + its number."""
+        return 128 + self.signum
 
 
 class FileVanished(NdcgError):
@@ -115,7 +142,7 @@ def one_paragraph(exc: BaseException) -> str:
     """What the console script prints for ``exc`` (and what a failed run-status row records): a
     deliberate error's message, else Spark's first line or the exception's, with the hint to run
     again with ``--debug``."""
-    if isinstance(exc, NdcgError):
+    if isinstance(exc, (NdcgError, Interrupted)):
         return str(exc)
     spark_text = describe_spark_error(exc)
     if spark_text is not None:
@@ -216,7 +243,9 @@ _SHARED_ERRORS = (
 
 @contextmanager
 def spark_errors_as_input_errors(what: str) -> Iterator[None]:
-    """Turn Spark/Py4J errors raised inside the block into :class:`InputError` (one clear line).
+    """Turn Spark/Py4J errors raised inside the block into :class:`InputError` (one clear line):
+    an error of the plan's analysis (a missing column, a wrong type) as it is, any other Spark
+    failure as :class:`SparkFailure` (a retry may succeed).
 
     ``with spark_errors_as_input_errors("stage 1"): ...`` — deliberate :class:`NdcgError` s pass
     through unchanged; the original error stays chained, so ``--debug`` shows its trace. A file
@@ -241,7 +270,10 @@ def spark_errors_as_input_errors(what: str) -> Iterator[None]:
             ) from exc
         if text.startswith(NODE_MODULE_MISSING):  # the nodes' Python, not the input
             raise InputError(f"{what}: {text} (run again with --debug for the full trace).") from exc
-        raise InputError(
+        from pyspark.errors import AnalysisException
+
+        kind = InputError if isinstance(exc, AnalysisException) else SparkFailure
+        raise kind(
             f"{what}: Spark could not process the input: {text}. Check the input tables and the columns "
             "named in the config (run again with --debug for the full trace)."
         ) from exc

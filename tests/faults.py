@@ -127,14 +127,16 @@ def as_clean(spark, night: Night) -> None:
     night_1_files_untouched(night)  # (its published rows: checked just above)
 
 
-def write_config(path: Path, sample, outputs: dict, *, small_data: bool = True, **spark: object) -> Path:
+def write_config(path: Path, sample, outputs: dict, *, small_data: bool = True, publishing: dict | None = None,
+                 **spark: object) -> Path:
     """A job YAML over the shared sample; relative outputs resolve under ``path``'s folder's parent.
 
     With ``small_data`` its ``spark.conf`` starts from the suite's small-data settings
     (``tests/small_data.py``): the faults break how a night is published, not how it is planned,
     and a child driver that runs this YAML then compiles no generated code for the sample's few
     hundred requests (measured: the driver killed between the writes, alone, 34.2 s -> 28.8 s).
-    ``small_data=False``: Spark's defaults, as a nightly run on a cluster has them."""
+    ``small_data=False``: Spark's defaults, as a nightly run on a cluster has them. ``publishing``:
+    the YAML's ``publishing:`` section (:data:`SHORT_PUBLISHING`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     settings = {"master": "local[2]", "shuffle_partitions": 2, **spark}
     conf = {**(SMALL_DATA_EXECUTION if small_data else {}), **settings.pop("conf", {})}
@@ -146,6 +148,7 @@ def write_config(path: Path, sample, outputs: dict, *, small_data: bool = True, 
         "outputs": outputs,
         "aggregate": {"bootstrap": {"replicates": 20}},
         "spark": {**settings, **({"conf": conf} if conf else {})},
+        **({"publishing": publishing} if publishing else {}),
     }
     path.write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
     return path
@@ -214,10 +217,35 @@ def stop(proc: subprocess.Popen | None) -> None:
         proc.stdout.close()
 
 
+#: the scheduler tests' thresholds: a beat every second, stale after 15 s (the defaults: 30 s, 10 min)
+SHORT_PUBLISHING = {"stale_after_minutes": 0.25, "heartbeat_seconds": 1}
+
+
+def end_with(proc: subprocess.Popen, sig: signal.Signals, timeout: float = 60) -> float:
+    """Send ``sig`` to the driver's process group -- the driver, its JVM, its Python workers, as
+    Airflow's timeout and a terminal's Ctrl-C do -- and wait for the driver to exit: the seconds
+    from the signal to its exit."""
+    started = time.monotonic()
+    os.killpg(proc.pid, sig)
+    proc.wait(timeout=timeout)
+    return time.monotonic() - started
+
+
 def kill_driver(proc: subprocess.Popen) -> None:
     """SIGKILL the driver, its JVM and its Python workers at once (its process group)."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+
+
+def reached(proc: subprocess.Popen, marker: Path, log: Path, what: str) -> None:
+    """Wait until the child driver ``proc`` writes ``marker`` (it reached the fault), still running;
+    else stop it and fail with its log."""
+    try:
+        wait_for(lambda: marker.exists() or proc.poll() is not None, 300, what)
+        assert proc.poll() is None, log.read_text()[-3000:]
+    except BaseException:
+        stop(proc)
+        raise
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
@@ -252,7 +280,8 @@ CLI = [sys.executable, "-c", "import sys; from ndcg_spark.cli import main; sys.e
 # The console script in a child process, with the per-request table's write broken on purpose:
 # every module of the package that bound the public ``ndcg_spark.score_requests`` gets a version
 # whose rows pass a Python UDF that, in partition 0, either stalls (``stall``: the test kills the
-# driver mid-write) or fails its first attempt (``flaky``: Spark retries it under local[2,3]).
+# driver mid-write; ``hold``: until the file <marker>.release exists) or fails its first attempt
+# (``flaky``: Spark retries it under local[2,3]).
 _INJECTED_CLI = '''
 import importlib, pathlib, pkgutil, sys, time
 from pyspark import TaskContext
@@ -270,6 +299,11 @@ def partition_zero(_):
         if mode == "stall":
             marker.write_text("writing")
             time.sleep(600)
+        elif mode == "hold":
+            marker.write_text("writing")
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and not marker.with_suffix(".release").exists():
+                time.sleep(0.2)
         elif ctx.attemptNumber() == 0:
             with open(marker, "a") as fh:
                 fh.write(f"stage {ctx.stageId()} task {ctx.taskAttemptId()} attempt 0 failed\\n")
@@ -293,7 +327,7 @@ for name, module in list(sys.modules.items()):
                 patched += 1
 assert patched, "nothing bound ndcg_spark.score_requests"
 status = main(sys.argv[3:])
-print("UNEXPECTED: finished" if mode == "stall" else f"exit {status}")
+print("UNEXPECTED: finished" if mode == "stall" and status == 0 else f"exit {status}")
 sys.exit(status)
 '''
 
@@ -388,3 +422,31 @@ def stalling_fs(folder: Path) -> dict[str, str]:
     return {"spark.driver.extraClassPath": str(folder / "classes"),
             "spark.hadoop.fs.file.impl": "ndcgfaults.StallingLocalFileSystem",
             "spark.hadoop.fs.file.impl.disable.cache": "true"}
+
+
+# ------------------------------------------------------------------------------- the schedules
+DEPLOY = ROOT / "docs" / "deploy.md"
+
+
+def documented_commands() -> dict[str, list[str]]:
+    """The console script's arguments each schedule of docs/deploy.md runs: the Airflow DAG's
+    ``bash_command`` and the Databricks job's ``python_wheel_task.parameters``."""
+    import json
+    import re
+
+    text = DEPLOY.read_text(encoding="utf-8")
+    airflow = re.search(r'bash_command="ndcg-spark ([^"]+)"', text)
+    assert airflow, "docs/deploy.md: the Airflow DAG's bash_command"
+    job = re.search(r"```text\n(\{\n.*?\n\})\n```", text, re.S)
+    assert job, "docs/deploy.md: the Databricks job definition (JSON)"
+    task = json.loads(job.group(1))["tasks"][0]
+    rendered = re.sub(r"\{\{.*?\}\}", "TEMPLATED", airflow.group(1))  # Jinja's, rendered before bash runs it
+    return {"airflow": shlex.split(rendered), "databricks": task["python_wheel_task"]["parameters"]}
+
+
+def scheduled(argv: list[str], config: Path, run_id: str) -> list[str]:
+    """A documented command line (:func:`documented_commands`) for ``config`` and ``run_id``."""
+    out = list(argv)
+    for flag, value in (("--config", str(config)), ("--run-id", run_id)):
+        out[out.index(flag) + 1] = value
+    return out

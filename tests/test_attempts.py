@@ -1,23 +1,30 @@
 """Run attempts and their lease (``ndcg_spark.job.lease``), in this session: who may start a run,
-who may publish it, what a failure leaves on the run-status table, and what the messages say.
+who may publish it, what a failure leaves on the run-status table, and what the messages say;
+the heartbeat while the block runs, waiting for a holder, the run-attempts table.
 
-The kills (a second driver, a second attempt in another process) are in tests/test_cluster_faults.py.
+The kills and signals (a second driver, a second attempt in another process, a scheduler's
+retries) are in tests/test_run_faults.py, tests/test_run_retries.py and tests/test_scheduler_retries.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import time
 
 import pytest
 from pyspark.sql import functions as F
 
+from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.errors import FileVanished, LeaseLost, OutputChanged, RunInProgress, spark_errors_as_input_errors
 from ndcg_spark.job.config import Source
-from ndcg_spark.job.lease import acquire, recent_runs, status_row
-from ndcg_spark.job.publish import mark_run, published_runs, publishing
+from ndcg_spark.job.lease import acquire, publishing
+from ndcg_spark.job.publish import mark_run, published_runs, recent_runs, status_row
 
 RUN = "2026-11-30"
+#: a heartbeat older than 60 ms is stale (3 beats of 20 ms): a test sleeps past it
+SHORT = PublishingSpec(stale_after_minutes=0.001, heartbeat_seconds=0.02)
 
 
 @pytest.fixture
@@ -55,8 +62,9 @@ def test_a_second_attempt_is_refused_at_once_while_the_first_runs(spark, status)
 def test_a_stale_attempt_or_an_explicit_take_over_hands_the_run_over(spark, status):
     dead = acquire(spark, status, RUN)
     with pytest.raises(RunInProgress):
-        acquire(spark, status, RUN, stale_after=dt.timedelta(hours=6))
-    stale = acquire(spark, status, RUN, stale_after=dt.timedelta(microseconds=1))  # its heartbeat is old
+        acquire(spark, status, RUN, spec=PublishingSpec(stale_after_minutes=360))
+    time.sleep(0.1)
+    stale = acquire(spark, status, RUN, spec=SHORT)  # its heartbeat is older than 60 ms
     assert stale.attempt.attempt_id != dead.attempt.attempt_id
     taken = acquire(spark, status, RUN, take_over=True)  # fresh, but the user says it is dead
     for loser in (dead, stale):  # a lost lease is found before 'complete' (and at every step boundary)
@@ -68,16 +76,6 @@ def test_a_stale_attempt_or_an_explicit_take_over_hands_the_run_over(spark, stat
     taken.publish()
     assert status_row(spark, status, RUN)["attempt_id"] == taken.attempt.attempt_id
     assert _published(spark, status) == {RUN}
-
-
-def test_a_heartbeat_is_written_at_a_step_boundary_once_it_is_due(spark, status):
-    lease = acquire(spark, status, RUN, stale_after=dt.timedelta(hours=6))
-    written = status_row(spark, status, RUN)["updated_at"]
-    lease.renew()  # not due yet: only the check
-    assert status_row(spark, status, RUN)["updated_at"] == written
-    lease.stale_after = dt.timedelta(microseconds=1)
-    lease.renew()
-    assert status_row(spark, status, RUN)["updated_at"] > written
 
 
 def test_a_failure_in_the_bracket_is_on_the_record_with_its_reason(spark, status):
@@ -194,10 +192,10 @@ def test_an_older_catalog_status_table_is_refused_with_the_statement_that_migrat
     "Caused by: java.nio.file.NoSuchFileException: /t/run_status/run_id=r/.part-0.parquet.crc",
 ])
 def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, status, monkeypatch, vanished):
-    from ndcg_spark.job import lease as lease_module
+    from ndcg_spark.job import publish as publish_module
 
     acquire(spark, status, RUN).publish()
-    read, calls = lease_module._read_row, []
+    read, calls = publish_module._read_row, []
 
     def first_read_races_a_rewrite(*args):
         calls.append(args)
@@ -205,8 +203,10 @@ def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, st
             raise RuntimeError(vanished)
         return read(*args)
 
-    monkeypatch.setattr(lease_module, "_read_row", first_read_races_a_rewrite)
-    monkeypatch.setattr(lease_module.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(publish_module, "_read_row", first_read_races_a_rewrite)
+    from ndcg_spark.job import attempts as attempts_module
+
+    monkeypatch.setattr(attempts_module.time, "sleep", lambda seconds: None)
     assert status_row(spark, status, RUN)["status"] == "complete" and len(calls) == 2
     calls.clear()
 
@@ -214,7 +214,210 @@ def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, st
         calls.append(args)
         raise RuntimeError("[PARQUET_COLUMN_DATA_TYPE_MISMATCH] not a vanished file")
 
-    monkeypatch.setattr(lease_module, "_read_row", another_error)
+    monkeypatch.setattr(publish_module, "_read_row", another_error)
     with pytest.raises(RuntimeError, match="not a vanished file"):
         status_row(spark, status, RUN)
     assert len(calls) == 1  # any other error: not read again
+
+
+# ------------------------------------------------------------------------------ the heartbeat
+@pytest.mark.parametrize("with_attempts", [True, False], ids=["its-own-row", "no-attempts-table"])
+def test_the_heartbeat_beats_while_the_block_runs_so_a_live_attempt_is_never_stale(spark, status, tmp_path,
+                                                                                    with_attempts):
+    """Beats every second, stale after 9 s: a block that runs longer without a step boundary keeps
+    the run (another attempt is refused after 9 s), and no beat lands after 'complete'. A beat
+    rewrites the attempt's own row, and leaves the run-status row (which readers join) alone;
+    without a run-attempts table it rewrites the status row instead."""
+    attempts = Source(path=str(tmp_path / "run_attempts")) if with_attempts else None
+    spec = PublishingSpec(stale_after_minutes=0.15, heartbeat_seconds=1)
+
+    def beat_of(lease):
+        if attempts is None:
+            return status_row(spark, status, RUN)["updated_at"]
+        return next(r["updated_at"] for r in _attempts(spark, tmp_path / "run_attempts")
+                    if r["attempt_id"] == lease.attempt.attempt_id)
+
+    beats = set()
+    with publishing(spark, status, RUN, spec=spec, attempts=attempts) as lease:
+        written = status_row(spark, status, RUN)
+        started = time.monotonic()
+        while (len(beats) < 4 or time.monotonic() - started < 10) and time.monotonic() - started < 120:
+            beats.add(beat_of(lease))
+            time.sleep(0.5)
+        assert len(beats) >= 4, beats  # rewritten on the timer, not at a step
+        with pytest.raises(RunInProgress):  # past stale_after: alive, because it beat meanwhile
+            acquire(spark, status, RUN, spec=spec, attempts=attempts)
+        if attempts is not None:
+            assert status_row(spark, status, RUN) == written  # the status row: as acquire wrote it
+    done = status_row(spark, status, RUN)
+    assert done["status"] == "complete" and done["attempt_id"] == lease.attempt.attempt_id
+    last = beat_of(lease)
+    time.sleep(2.5)
+    assert status_row(spark, status, RUN) == done and beat_of(lease) == last  # the heartbeat stopped with the block
+
+
+def test_a_beat_that_finds_the_run_taken_over_cancels_the_attempts_jobs(spark, status):
+    """The block is in a Spark job of 100 s (tagged with the run, as every step's) when another
+    attempt takes the run over: the next beat finds it, cancels the job, and the block ends with
+    LeaseLost in seconds, neither publishing nor touching the other's row."""
+    from ndcg_spark.job.steps import step
+
+    slow = F.udf(lambda x: (time.sleep(1), x)[1], "long")
+    spec = PublishingSpec(stale_after_minutes=0.05, heartbeat_seconds=1)
+    started = time.monotonic()
+    with pytest.raises(LeaseLost, match="took it over") as lost:
+        with publishing(spark, status, RUN, spec=spec):
+            other = acquire(spark, status, RUN, take_over=True)
+            with step(spark, RUN, "score"):
+                spark.range(0, 100, 1, 1).select(slow("id").alias("x")).agg(F.sum("x")).collect()
+    assert time.monotonic() - started < 60, "the job ran on: it was not cancelled"
+    assert other.attempt.attempt_id in str(lost.value)
+    row = status_row(spark, status, RUN)
+    assert row["status"] == "running" and row["attempt_id"] == other.attempt.attempt_id
+    assert spark.range(3).count() == 3  # the session goes on
+    other.publish()
+
+
+@pytest.mark.slow
+def test_waiting_for_a_holder_proceeds_once_it_ends_or_goes_stale_else_refuses(spark, status):
+    import threading
+
+    spec = PublishingSpec(stale_after_minutes=0.5, heartbeat_seconds=1)  # stale after 30 s
+    holder = acquire(spark, status, RUN, spec=spec)
+    started = time.monotonic()
+    with pytest.raises(RunInProgress, match="waited 2 s and wrote nothing") as refused:  # 2 s: still fresh
+        acquire(spark, status, RUN, spec=spec, wait=dt.timedelta(seconds=2))
+    assert time.monotonic() - started >= 2 and f"attempt {holder.attempt.attempt_id}" in str(refused.value)
+
+    publisher = threading.Timer(1.0, holder.publish)  # the holder ends while the next one waits
+    publisher.start()
+    waiter = acquire(spark, status, RUN, spec=spec, wait=dt.timedelta(minutes=1))
+    publisher.join()
+    assert status_row(spark, status, RUN)["attempt_id"] == waiter.attempt.attempt_id
+
+    written = status_row(spark, status, RUN)["updated_at"]  # the waiter never beats (no bracket): it goes stale
+    taker = acquire(spark, status, RUN, spec=spec, wait=dt.timedelta(minutes=2))
+    took = status_row(spark, status, RUN)
+    assert took["attempt_id"] == taker.attempt.attempt_id != waiter.attempt.attempt_id
+    assert took["updated_at"] - written > spec.stale_after  # not before its heartbeat was 30 s old
+    taker.publish()
+
+
+# ------------------------------------------------------------------------------ the attempts table
+def _attempts(spark, folder):
+    from ndcg_spark.job.attempts import run_attempts
+
+    return run_attempts(spark, Source(path=str(folder)), RUN)
+
+
+def test_every_attempt_has_its_row_with_how_far_it_got_and_how_it_ended(spark, status, tmp_path):
+    attempts = Source(path=str(tmp_path / "run_attempts"))
+    with pytest.raises(RuntimeError):
+        with publishing(spark, status, RUN, attempts=attempts, command="run") as first:
+            first.reached("score")
+            first.renew("aggregate")
+            raise RuntimeError("stage 2 broke")
+    with publishing(spark, status, RUN, attempts=attempts, command="run") as second:
+        second.reached("score")
+    rows = _attempts(spark, tmp_path / "run_attempts")
+    assert [r["attempt_id"] for r in rows] == [first.attempt.attempt_id, second.attempt.attempt_id]
+    failed, complete = rows
+    assert (failed["outcome"], failed["last_step"], failed["command"]) == ("failed", "aggregate", "run")
+    assert failed["reason"].startswith("RuntimeError: stage 2 broke") and failed["ended_at"] >= failed["started_at"]
+    assert failed["host"] == first.attempt.host and failed["pid"] == os.getpid() and failed["app_id"]
+    assert (complete["outcome"], complete["last_step"], complete["reason"]) == ("complete", "publish", None)
+    assert status_row(spark, status, RUN)["status"] == "complete"
+
+
+def test_an_attempt_whose_process_is_gone_is_taken_over_at_once_and_recorded_abandoned(spark, status, tmp_path):
+    """The holder's row is fresh (a long stale_after), but it ran on this host and its process
+    (a real one, ended) no longer exists: the next attempt takes over at once."""
+    import socket
+    import subprocess
+
+    from ndcg_spark.job.attempts import Attempt, AttemptRecord, record_attempt
+
+    attempts = Source(path=str(tmp_path / "run_attempts"))
+    gone_pid = subprocess.Popen(["true"])  # noqa: S607 - a process that existed, ended and was reaped
+    gone_pid.wait()
+    dead = Attempt(RUN, "deadbeef0001", dt.datetime.now(dt.timezone.utc), socket.gethostname(), "local-x",
+                   gone_pid.pid, "run")
+    mark_run(spark, status, RUN, "running", attempt=dead)
+    record_attempt(spark, attempts, AttemptRecord(dead, last_step="aggregate"))
+    spec = PublishingSpec(stale_after_minutes=360)
+    started = time.monotonic()
+    taker = acquire(spark, status, RUN, spec=spec, attempts=attempts)
+    assert time.monotonic() - started < 30
+    rows = {r["attempt_id"]: r for r in _attempts(spark, tmp_path / "run_attempts")}
+    abandoned = rows["deadbeef0001"]
+    assert (abandoned["outcome"], abandoned["last_step"]) == ("abandoned", "aggregate")
+    assert abandoned["reason"] == (f"taken over by attempt {taker.attempt.attempt_id}: its process {gone_pid.pid} "
+                                   f"on {socket.gethostname()} no longer exists")
+    assert rows[taker.attempt.attempt_id]["outcome"] == "running"
+
+    alive = subprocess.Popen(["sleep", "60"])  # noqa: S607 - a live holder on this host: refused
+    try:
+        living = Attempt(RUN, "a11ve0000001", dt.datetime.now(dt.timezone.utc), socket.gethostname(), "local-y",
+                         alive.pid, "run")
+        mark_run(spark, status, RUN, "running", attempt=living)
+        record_attempt(spark, attempts, AttemptRecord(living))
+        with pytest.raises(RunInProgress, match="a11ve0000001"):
+            acquire(spark, status, RUN, spec=spec, attempts=attempts)
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_the_run_attempts_table_defaults_beside_the_run_status_table():
+    from ndcg_spark.job.config import JobConfig
+
+    def job(outputs):
+        return JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": outputs}, base=None)
+
+    assert job({"per_request": "/w/per_request"}).run_attempts() == Source(path="/w/run_attempts")
+    assert job({"per_request": "/w/pr", "run_status": "/s/status"}).run_attempts() == Source(path="/s/run_attempts")
+    assert job({"per_request": {"table": "c.db.per_request"}}).run_attempts() == Source(table="c.db.run_attempts")
+    assert job({"per_request": "/w/pr", "run_attempts": "/a/attempts"}).run_attempts() == Source(path="/a/attempts")
+
+
+# ------------------------------------------------------------------------------ exit statuses
+def test_each_failure_exits_with_the_status_a_scheduler_acts_on():
+    import signal
+
+    from ndcg_spark import cli
+    from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, Interrupted, SparkFailure, ValidationError
+
+    cases = {
+        RunInProgress("held"): 75, LeaseLost("lost"): 3, Interrupted(signal.SIGTERM): 143,
+        Interrupted(signal.SIGINT): 130, Interrupted(signal.SIGHUP): 129,
+        ContractError("k", "bad"): 2, InputError("bad"): 2, ValidationError("bad", "rule"): 2, EmptyIdealError("e"): 2,
+        SparkFailure("stage 1: lost executor"): 1, FileVanished("gone", "/p"): 1, RuntimeError("py4j"): 1,
+    }
+    assert {type(e).__name__ + str(getattr(e, "signum", "")): cli.exit_status(e) for e in cases} == {
+        type(e).__name__ + str(getattr(e, "signum", "")): code for e, code in cases.items()}
+    assert set(cases.values()) <= set(cli.EXIT_STATUSES)
+
+
+def test_the_publishing_section_is_checked_with_the_dotted_path():
+    from ndcg_spark.errors import ContractError
+
+    assert PublishingSpec() == PublishingSpec(stale_after_minutes=10, heartbeat_seconds=30)
+    with pytest.raises(ContractError, match=r"publishing.heartbeat_seconds: must be a number > 0, got 0"):
+        PublishingSpec.from_dict({"heartbeat_seconds": 0})
+    with pytest.raises(ContractError, match=r"publishing.stale_after_minutes: must span at least 3 heartbeats"):
+        PublishingSpec.from_dict({"stale_after_minutes": 0.5, "heartbeat_seconds": 20})
+    with pytest.raises(ContractError, match=r"publishing.wait: is not a known field"):
+        PublishingSpec.from_dict({"wait": 3})
+
+
+def test_the_documented_exit_statuses_are_the_codes():
+    """docs/operations.md's table of exit statuses lists exactly the codes of ``EXIT_STATUSES``."""
+    import re
+    from pathlib import Path
+
+    from ndcg_spark.cli import EXIT_STATUSES
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    table = page.split("#### Exit statuses", 1)[1].split("\n\n", 2)[1]
+    documented = {int(code) for line in table.splitlines()[2:] for code in re.findall(r"\d+", line.split("|")[1])}
+    assert documented == set(EXIT_STATUSES)

@@ -52,6 +52,50 @@ def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
     assert tagged and all(_carries(t, "ndcg-spark:t1") for t in tagged)
 
 
+def test_a_run_is_cancelled_from_another_thread_and_its_heartbeat_runs_apart(spark, tmp_path):
+    """docs/operations.md, "Job tags": ``cancel_tagged`` with the run's tag, from another thread,
+    cancels the job a step of this thread runs; the heartbeat's jobs carry its own tag only (not
+    the run's) and run in a fair-scheduler pool of their own."""
+    import threading
+    import time
+
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.config.publishing_spec import PublishingSpec
+    from ndcg_spark.job.lease import publishing
+    from ndcg_spark.job.session import cancel_tagged
+    from ndcg_spark.job.steps import step
+
+    slow = F.udf(lambda x: (time.sleep(1), x)[1], "long")
+
+    def cancel_once_running():
+        while not spark.sparkContext.statusTracker().getActiveJobsIds():
+            time.sleep(0.2)
+        cancel_tagged(spark, "ndcg-spark:t9")
+
+    canceller = threading.Thread(target=cancel_once_running, daemon=True)
+    started = time.monotonic()
+    canceller.start()
+    with pytest.raises(Exception, match="cancel"), step(spark, "t9", "score"):
+        spark.range(0, 100, 1, 1).select(slow("id").alias("x")).collect()
+    canceller.join(10)
+    assert time.monotonic() - started < 60, "the job of 100 s ran on"
+
+    spec = PublishingSpec(stale_after_minutes=0.05, heartbeat_seconds=0.5)
+    with publishing(spark, Source(path=str(tmp_path / "run_status")), "t9", spec=spec,
+                    attempts=Source(path=str(tmp_path / "run_attempts"))):
+        time.sleep(3)
+    store = spark.sparkContext._jsc.sc().statusStore()
+    jobs, beats = store.jobsList(None), []
+    for i in range(jobs.size()):
+        tags = set(jobs.apply(i).jobTags().mkString("\n").splitlines())
+        if _carries(tags, "ndcg-spark:t9:heartbeat"):
+            assert not _carries(tags, "ndcg-spark:t9"), tags
+            stage_ids = [int(x) for x in jobs.apply(i).stageIds().mkString(",").split(",") if x]
+            beats += [store.lastStageAttempt(x).schedulingPool() for x in stage_ids]
+    assert beats and set(beats) == {"heartbeat"}, beats
+
+
 def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkeypatch, caplog):
     """``run_job`` through the CLI's sequence: inside stage 1 the run's and the step's tags are
     set; the log has one ``step … done in … s`` line per step."""

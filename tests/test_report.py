@@ -185,7 +185,7 @@ def built(spark, tmp_path_factory):
     """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
     from ndcg_spark.job.config import JobConfig
     from ndcg_spark.job.stages import aggregate_stage, compare_stage, score_stage
-    from ndcg_spark.job.publish import publishing
+    from ndcg_spark.job.lease import publishing
     from ndcg_spark.job.report_files import report_sources, write_report
     from ndcg_spark.sample.generate import write_sample
 
@@ -303,3 +303,13 @@ def test_page_in_headless_chromium_shows_the_aggregate_numbers(built, tmp_path):
         for expected in (fmt_mean(r["macro_ndcg"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
                          fmt_count(r["n_eligible"]), fmt_count(r["n_empty_ideal"]), fmt_count(r["n_requests"])):
             assert expected in text, expected
+
+
+def test_the_page_says_how_many_attempts_the_night_took():
+    from ndcg_spark.report.html import render_html
+
+    base = {"run_id": "r", "aggregates": [], "audit": [], "histograms": [], "comparisons": [], "metadata": None}
+    page = render_html({**base, "attempts": [{"outcome": "interrupted"}, {"outcome": "abandoned"},
+                                             {"outcome": "complete"}]})
+    assert "3 attempts: 1 interrupted, 1 abandoned, 1 complete" in page
+    assert "attempt" not in render_html(base).split("<h1>", 1)[1].split("</p>", 2)[0]  # none on record: no line

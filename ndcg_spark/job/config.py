@@ -22,6 +22,7 @@ from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.config.guardrail_spec import GuardrailSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.config.report_spec import ReportSpec
 from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.config.validation_spec import ValidationSpec
@@ -52,13 +53,10 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-#: ``publishing.stale_after_minutes`` when the YAML does not say: longer than any step of a night
-DEFAULT_STALE_AFTER_MINUTES = 360
-
 _SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
-_OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "trend",
-            "guardrails", "report_dir"}
+_OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "run_attempts", "comparison",
+            "quarantine", "trend", "guardrails", "report_dir"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -112,6 +110,16 @@ class Source:
 
     def describe(self) -> str:
         return f"table {self.table}" if self.table else f"{self.format} {self.path}"
+
+    def beside(self, name: str) -> Source:
+        """The Parquet table ``name`` in this one's folder (a path) or database (a table).
+
+        >>> Source(path="/w/per_request").beside("run_status"), Source(table="c.db.t").beside("run_status")
+        (Source(path='/w/run_status', table=None, format='parquet'), Source(path=None, table='c.db.run_status', format='parquet'))
+        """
+        if self.table is not None:
+            return Source(table=".".join([*self.table.split(".")[:-1], name]))
+        return Source(path=f"{self.path.rstrip('/').rsplit('/', 1)[0]}/{name}")
 
 
 def _resolve(p: str, base: Path | None) -> str:
@@ -260,24 +268,30 @@ class JobConfig:
             return explicit
         if self.per_request is None:
             raise ContractError("outputs.run_status", "cannot default without outputs.per_request; set it explicitly")
-        if self.per_request.table is not None:
-            parts = self.per_request.table.split(".")
-            return Source(table=".".join([*parts[:-1], "run_status"]))
-        parent = self.per_request.path.rstrip("/").rsplit("/", 1)[0]
-        return Source(path=f"{parent}/run_status")
+        return self.per_request.beside("run_status")
 
-    def stale_after(self) -> dt.timedelta:
-        """How long a ``running`` attempt of a run holds it without a heartbeat before another attempt
-        may take it over (:mod:`ndcg_spark.job.lease`): ``publishing.stale_after_minutes``, default 360.
+    def run_attempts(self) -> Source:
+        """Where the run-attempts table lives (:mod:`ndcg_spark.job.attempts`): ``outputs.run_attempts``,
+        else beside the run-status table (``<folder>/run_attempts`` for a path, ``<database>.run_attempts``
+        for a table).
 
         >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
-        ...                      "publishing": {"stale_after_minutes": 90}}).stale_after()
-        datetime.timedelta(seconds=5400)
+        ...                      "outputs": {"run_status": {"table": "eval.status"}}}).run_attempts()
+        Source(path=None, table='eval.run_attempts', format='parquet')
         """
-        section = require_mapping(self.section("publishing"), "publishing", {"stale_after_minutes"})
-        minutes = require_int(section.get("stale_after_minutes", DEFAULT_STALE_AFTER_MINUTES),
-                              "publishing.stale_after_minutes", minimum=1)
-        return dt.timedelta(minutes=minutes)
+        explicit = self.output("run_attempts")
+        return explicit if explicit is not None else self.run_status().beside("run_attempts")
+
+    def publishing(self) -> PublishingSpec:
+        """The ``publishing:`` section as a :class:`~ndcg_spark.config.publishing_spec.PublishingSpec`:
+        how long a ``running`` attempt holds its run without a heartbeat before another attempt may
+        take it over, and how often it rewrites that heartbeat (:mod:`ndcg_spark.job.lease`).
+
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
+        ...                      "publishing": {"stale_after_minutes": 15}}).publishing().stale_after
+        datetime.timedelta(seconds=900)
+        """
+        return PublishingSpec.from_dict(self.section("publishing"))
 
     def validation(self) -> tuple[ValidationSpec, Source | None]:
         """The ``validation:`` section as a :class:`~ndcg_spark.config.validation_spec.ValidationSpec`,

@@ -8,9 +8,13 @@ aggregate write, leaves some of the run's partitions on disk. So every run goes 
 1. ``status = 'running'`` — written *first*, by the attempt that takes the run's lease
    (:func:`~ndcg_spark.job.lease.acquire`: refused while another attempt is running it); a re-run of
    a published run id hides the old copy of that run while it is being replaced;
-2. the data writes (every stage), the lease checked at every step boundary;
+2. the data writes (every stage), the lease checked at every step boundary and its heartbeat
+   rewritten on a timer;
 3. ``status = 'complete'`` — written *last*, one row, only by the attempt that still holds the run;
-   or ``failed`` with the reason, when the job catches a failure.
+   or ``failed`` with the reason, when the job catches a failure or a signal ends it.
+
+The bracket around a run's writes is :func:`ndcg_spark.job.lease.publishing`; this module is the
+row and its readers.
 
 Readers go through :func:`read_published` (or the SQL in docs/operations.md), which keeps only the runs
 whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
@@ -23,21 +27,18 @@ in the YAML, else beside the per-request table).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import logging
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.errors import InputError, LeaseLost
+from ndcg_spark.errors import InputError
+from ndcg_spark.job.attempts import Attempt, read_again_if_rewritten, utc
 from ndcg_spark.job.config import Source
+from ndcg_spark.job.io import read_run, read_written, write_run_partitioned
 from ndcg_spark.version import __version__
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ndcg_spark.job.lease import Attempt, Lease
 
 RUNNING = "running"
 COMPLETE = "complete"
@@ -48,6 +49,7 @@ RUN_STATUS_SCHEMA = (
 )
 #: the columns a run-status table of ndcg-spark before attempts lacks (docs/tables.md: migrating)
 ATTEMPT_COLUMNS = "attempt_id string, started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
+STATUS_COLUMNS = tuple(part.split()[0] for part in RUN_STATUS_SCHEMA.split(","))
 
 
 def mark_run(
@@ -59,7 +61,6 @@ def mark_run(
     ``attempt`` is the attempt writing it (its id, start, host and Spark application; None: by
     hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``.
     """
-    from ndcg_spark.job.io import write_run_partitioned
 
     now = dt.datetime.now(dt.timezone.utc)
     ended = now if status in (COMPLETE, FAILED) else None
@@ -78,47 +79,8 @@ def mark_run(
         ) from None
 
 
-@contextlib.contextmanager
-def publishing(
-    spark: SparkSession, status: Source, run_id: str, *, stale_after: dt.timedelta | None = None,
-    take_over: bool = False, outputs: Sequence[Source] = (),
-) -> Iterator[Lease]:
-    """Bracket a run's writes: take the run's lease (``running``), ``complete`` after — only if the
-    block succeeded and this attempt still holds the run::
-
-        with publishing(spark, config.run_status(), run_id) as lease:
-            score_stage(spark, config, run_id)
-            lease.renew()   # at a step boundary: still ours? (else LeaseLost) and a heartbeat
-            ...             # every later stage of the run
-
-    ``stale_after`` and ``take_over`` are :func:`~ndcg_spark.job.lease.acquire`'s. A failure in the
-    block is recorded (``failed``, with its one-paragraph reason) while the attempt holds the run,
-    then raised — as the honest error when a file of one of ``outputs`` (the run's own tables)
-    vanished or another attempt took the run (:meth:`~ndcg_spark.job.lease.Lease.fail`). The block
-    gets the :class:`~ndcg_spark.job.lease.Lease` (``lease.status`` says where the run is published).
-    """
-    from ndcg_spark.job.lease import DEFAULT_STALE_AFTER, acquire
-    from ndcg_spark.job.steps import step
-
-    with step(spark, run_id, "unpublish", level=logging.DEBUG):
-        lease = acquire(spark, status, run_id, stale_after=stale_after or DEFAULT_STALE_AFTER, take_over=take_over)
-    try:
-        yield lease
-    except LeaseLost:
-        raise
-    except (Exception, KeyboardInterrupt) as exc:
-        error = lease.fail(exc, outputs)
-        if error is exc:
-            raise
-        raise error from exc
-    with step(spark, run_id, "publish"):
-        lease.publish()
-
-
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:
     """The run ids whose status row says ``complete`` (empty if nothing was ever published)."""
-    from ndcg_spark.job.io import read_written
-
     statuses = read_written(spark, status)
     if statuses is None:  # no status table yet: nothing is published
         return spark.createDataFrame([], "run_id string")
@@ -131,6 +93,68 @@ def read_published(spark: SparkSession, target: Source, status: Source, run_id: 
     A run that is being written, or whose driver died before publishing, is invisible here even
     though some of its partitions may be on disk.
     """
-    from ndcg_spark.job.io import read_run
-
     return read_run(spark, target, run_id).join(published_runs(spark, status), "run_id", "left_semi")
+
+
+def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, Any] | None:
+    """The run's status row as a dict of every column of ``RUN_STATUS_SCHEMA`` (those an older
+    table lacks are None; timestamps aware, UTC), or None when the run has none.
+
+    A concurrent write of the same row can delete the file being read: read again, up to 3 times.
+    """
+    rows = read_again_if_rewritten(lambda: _read_row(spark, status, run_id))
+    if not rows:
+        return None
+    found = [_complete({**r.asDict(), "run_id": run_id}) for r in rows]
+    return max(found, key=lambda r: r["updated_at"] or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
+
+
+def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
+    """The rows of the run's partition: a path table's ``run_id=…`` folder alone (no other run's
+    file is listed, and its own file's columns are the row's), a catalog table's rows of the run."""
+    if status.table is not None:
+        rows = read_written(spark, status, run_id)
+        return [] if rows is None else rows.collect()
+    folder = f"{status.path.rstrip('/')}/run_id={run_id}"
+    try:
+        return spark.read.option("header", True).format(status.format).load(folder).collect()
+    except AnalysisException as exc:
+        if any(word in str(exc) for word in ("PATH_NOT_FOUND", "does not exist", "UNABLE_TO_INFER_SCHEMA")):
+            return []
+        raise
+
+
+def _complete(row: dict[str, Any]) -> dict[str, Any]:
+    out = {name: row.get(name) for name in STATUS_COLUMNS}
+    for name in ("updated_at", "started_at", "ended_at"):
+        out[name] = utc(out[name])
+    return out
+
+
+def recent_runs(spark: SparkSession, status: Source, *, last: int = 10, only: str | None = None) -> list[dict[str, Any]]:
+    """The status rows of the ``last`` runs written most recently (``only``: of that status, e.g.
+    ``failed``), newest first, as dicts of every column (those an older table lacks are None)."""
+    df = read_written(spark, status, merge_schema=True)
+    if df is None:
+        return []
+    if only is not None:
+        df = df.filter(F.col("status") == F.lit(only))
+    rows = df.orderBy(F.col("updated_at").desc_nulls_last(), "run_id").limit(last).collect()
+    return [_complete(r.asDict()) for r in rows]
+
+
+def when(value: dt.datetime | None) -> str:
+    return "(unknown)" if value is None else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def duration(span: dt.timedelta) -> str:
+    """``45 s``, ``20 min``, ``7.5 min``."""
+    seconds = span.total_seconds()
+    return f"{seconds:.0f} s" if seconds < 90 else f"{round(seconds / 60, 1):g} min"
+
+
+def describe_attempt(row: dict[str, Any]) -> str:
+    """``attempt 1a2b… (started … on host …, Spark application …)`` of a status row."""
+    who = f"attempt {row['attempt_id']}" if row.get("attempt_id") else "an attempt with no id (marked by hand, or an older ndcg-spark)"
+    return (f"{who} (started {when(row.get('started_at'))} on {row.get('host') or 'an unknown host'}, "
+            f"Spark application {row.get('app_id') or 'unknown'})")

@@ -14,6 +14,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.job.attempts import read_attempts
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.io import read_run, read_written
 from ndcg_spark.job.trends import trend_rows
@@ -62,6 +63,7 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         comparison=written(config.output("comparison")),
         guardrails=written(config.output("guardrails")),
         run_status=written(config.run_status(), merge_schema=True),  # rows of older versions lack the reason
+        attempts=read_attempts(spark, config.run_attempts(), run_id),
         trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),
     )

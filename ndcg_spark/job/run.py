@@ -6,11 +6,13 @@
    tables) before anything is scored or unpublished; under ``aggregate``, that the run was
    scored (under this contract); under ``compare``, the ``report:`` section and folder and the
    ``guardrails:`` section before the comparison is written;
-2. **the publishing bracket** (:func:`~ndcg_spark.job.publish.publishing`): the attempt takes the
-   run's lease (refused while another attempt is running it; :mod:`ndcg_spark.job.lease`), the
-   run-status row says ``running`` first and ``complete`` last (``failed`` with the reason when a
-   stage fails), around stage 1 (``score``, ``run``) and stage 2 (``aggregate``, and ``run`` when
-   the job has ``outputs.aggregate``), the lease checked at every step boundary;
+2. **the publishing bracket** (:func:`~ndcg_spark.job.lease.publishing`): the attempt takes the
+   run's lease (refused, or waited for, while another live attempt is running it;
+   :mod:`ndcg_spark.job.lease`), the run-status row says ``running`` first and ``complete`` last
+   (``failed`` with the reason when a stage fails or a signal ends it), around stage 1 (``score``,
+   ``run``) and stage 2 (``aggregate``, and ``run`` when the job has ``outputs.aggregate``), the
+   lease checked at every step boundary and its heartbeat rewritten on a timer meanwhile; the
+   attempt's own row in the run-attempts table says how far it got and how it ended;
 3. **the comparison** (``compare``: published runs only, so outside the bracket), then the
    guardrails of the same two systems when the job declares ``guardrails:``;
 4. **the report** (``run`` and ``compare`` when the job has an aggregate table; ``report`` always).
@@ -26,6 +28,7 @@ It returns a :class:`RunOutcome`: what was written, with the rows the closing li
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -40,7 +43,7 @@ from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail_stage
 from ndcg_spark.job.io import read_run
-from ndcg_spark.job.publish import publishing
+from ndcg_spark.job.lease import publishing
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
 from ndcg_spark.job.steps import step
 from ndcg_spark.job.trends import TrendResult, trend_stage
@@ -116,6 +119,7 @@ def run_job(
     *,
     before_report: Callable[[RunOutcome], None] | None = None,
     take_over: bool = False,
+    wait: dt.timedelta | None = None,
 ) -> RunOutcome:
     """Run ``command`` (one of :data:`COMMANDS`) of the job ``config`` for ``run_id``.
 
@@ -130,6 +134,8 @@ def run_job(
     before_report : called with the outcome once the stages are done and before the report is
         written, e.g. to print the stages' lines first; the report then comes in the returned
         outcome.
+    take_over, wait : while another attempt is running the run: take it over at once, or wait
+        up to ``wait`` for it to end or go stale (:func:`~ndcg_spark.job.lease.acquire`).
 
     Returns
     -------
@@ -153,7 +159,7 @@ def run_job(
     elif command == "report":
         outcome = RunOutcome(command, run_id)
     else:
-        outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over)
+        outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over, wait=wait)
     if before_report is not None:
         before_report(outcome)
     return replace(outcome, report=_report(spark, config, command, run_id))
@@ -176,24 +182,27 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
 
 
 def _published_stages(
-    spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool, take_over: bool
+    spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool, take_over: bool,
+    wait: dt.timedelta | None,
 ) -> RunOutcome:
     """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, the
-    lease renewed before each step, then the rows of the closing summary read back."""
+    lease renewed before each step (its heartbeat beats meanwhile), then the rows of the closing
+    summary read back."""
     scored = aggregated = trended = None
-    bracket = publishing(spark, config.run_status(), run_id, stale_after=config.stale_after(), take_over=take_over,
-                         outputs=_outputs(config))
+    bracket = publishing(spark, config.run_status(), run_id, spec=config.publishing(), take_over=take_over, wait=wait,
+                         outputs=_outputs(config), attempts=config.run_attempts(), command=command)
     with bracket as lease:  # 'running' first, 'complete' written last, by the attempt holding the run
         if command != "aggregate":  # the lease was just taken: no check needed before stage 1
+            lease.reached("score")
             with step(spark, run_id, "score"):
                 scored = score_stage(spark, config, run_id)
         if stage2:
             counts = scored.metadata_counts() if scored is not None else {}
-            lease.renew()
+            lease.renew("aggregate")
             with step(spark, run_id, "aggregate"):
                 aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
             if config.output("trend") is not None:
-                lease.renew()
+                lease.renew("trend")
                 with step(spark, run_id, "trend"):
                     trended = trend_stage(spark, config, run_id)
     outcome = RunOutcome(command, run_id, published=lease.status, attempt_id=lease.attempt.attempt_id, scored=scored,
@@ -205,7 +214,8 @@ def _published_stages(
 def _outputs(config: JobConfig) -> tuple[Source, ...]:
     """The tables a run writes inside the bracket (a file of theirs that vanishes is the run's own)."""
     names = ("quarantine", "aggregate", "audit", "run_metadata", "trend")
-    return tuple(s for s in (config.per_request, *map(config.output, names), config.run_status()) if s is not None)
+    own = (config.per_request, *map(config.output, names), config.run_status(), config.run_attempts())
+    return tuple(s for s in own if s is not None)
 
 
 def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:

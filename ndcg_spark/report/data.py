@@ -38,6 +38,8 @@ class ReportSources:
         Shown when given (None: not configured or not written; the page says they are missing).
     run_status : DataFrame, optional
         The run's run-status rows: the page warns unless the run is published. None: not checked.
+    attempts : DataFrame, optional
+        The run's rows of the run-attempts table: the page says how many attempts the run took.
     trend : DataFrame, optional
         Trend rows (:func:`ndcg_spark.trend.series.trend`) of the overall slice for the last runs
         up to this one: the page's trend charts and the change from the previous comparable night.
@@ -55,6 +57,7 @@ class ReportSources:
     run_metadata: DataFrame | None = None
     comparison: DataFrame | None = None
     run_status: DataFrame | None = None
+    attempts: DataFrame | None = None
     trend: DataFrame | None = None
     guardrails: DataFrame | None = None
     where: str = "the aggregate table"
@@ -151,6 +154,9 @@ def collect_report_data(
         data["run_status"] = statuses[0]["status"] if statuses else None
         if statuses and statuses[0]["status"] == "failed":
             data["run_failure"] = {c: statuses[0][c] for c in wanted if c != "status"}
+    if sources.attempts is not None:
+        data["attempts"] = sorted((r.asDict() for r in sources.attempts.select("attempt_id", "outcome", "started_at").collect()),
+                                  key=lambda r: (str(r["started_at"]), str(r["attempt_id"])))
     return data | {
         "bins": spec.bins,
         "chart_k": spec.k,

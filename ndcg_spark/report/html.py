@@ -27,6 +27,7 @@ from ndcg_spark.report.sections_first import section_first_screen
 from ndcg_spark.report.sections_guardrails import section_guardrails
 from ndcg_spark.report.sections_run import section_distributions, section_overall, section_slices
 from ndcg_spark.report.sections_trend import overall_trend, section_trend
+from ndcg_spark.report.text_runs import attempts_summary
 
 __all__ = ["CONTENT_SECURITY_POLICY", "RUN_PAGE", "render_html", "render_pages"]
 
@@ -76,7 +77,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         None); optional ``trend`` (trend rows of the overall slice for the last runs: the trend
         charts and, on the first screen, the change from the previous comparable night),
         ``run_status`` (a notice unless ``complete``; leave the key out when unknown; a ``failed``
-        run's ``run_failure``: its ``reason`` and ``ended_at``), ``guardrails``
+        run's ``run_failure``: its ``reason`` and ``ended_at``), ``attempts`` (the run's attempts,
+        each with its ``outcome``: how many the night took), ``guardrails``
         (guardrail table rows: their section, and their verdict on the first screen), ``bins``,
         ``chart_k``, ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections
         are left out.
@@ -113,7 +115,9 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
     run_id = data.get("run_id")
     aggs = data.get("aggregates") or []
     pools = sorted({str(r.get("pool_version")) for r in aggs})
+    attempts = attempts_summary(data.get("attempts") or [])
     out = [f"<p class='sub'>run {escape(run_id)}" + (f" · pool version {escape(', '.join(pools))}" if pools else "")
+           + (f" · {escape(attempts)} (<code>ndcg-spark runs --attempts</code>)" if attempts else "")
            + " · static page: no scripts, nothing fetched.</p>"]
     trend = [("trend", "Trend")] if overall_trend(data) else []
     guardrails = [("guardrails", "Guardrails")] if data.get("guardrails") else []

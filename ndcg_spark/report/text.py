@@ -4,7 +4,7 @@
 :func:`aggregate_written`, :func:`aggregate_summary` and :func:`night_over_night`, ``compare``
 with :func:`format_comparison` and :func:`format_guardrails` (from
 :mod:`ndcg_spark.report.text_guardrails`), ``trend`` with :func:`format_trend`, ``runs`` with
-:func:`format_runs` (:mod:`ndcg_spark.report.text_runs`). The rows are plain mappings (``Row.asDict()``), so every summary can
+:func:`format_runs` and ``runs --attempts`` with :func:`format_attempts` (:mod:`ndcg_spark.report.text_runs`). The rows are plain mappings (``Row.asDict()``), so every summary can
 be checked without a session.
 
 Examples
@@ -29,10 +29,10 @@ from typing import Any
 from ndcg_spark.config.trend_spec import flag_text, raised_flags
 from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit
 from ndcg_spark.report.text_guardrails import format_guardrails
-from ndcg_spark.report.text_runs import format_runs
+from ndcg_spark.report.text_runs import format_attempts, format_runs
 
-__all__ = ["aggregate_summary", "aggregate_written", "format_comparison", "format_guardrails", "format_runs",
-           "format_trend", "night_over_night", "per_request_summary"]
+__all__ = ["aggregate_summary", "aggregate_written", "format_attempts", "format_comparison", "format_guardrails",
+           "format_runs", "format_trend", "night_over_night", "per_request_summary"]
 
 Rows = Sequence[Mapping[str, Any]]
 
