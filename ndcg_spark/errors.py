@@ -33,6 +33,11 @@ class InputError(NdcgError, ValueError):
     """An input table cannot be scored as it is (missing column, wrong type, bad rows)."""
 
 
+class ReplayRefused(InputError):
+    """A night cannot be replayed on the inputs it read: a recorded version is gone (vacuumed,
+    expired) or plain files changed since (:mod:`ndcg_spark.job.lineage`). Nothing was written."""
+
+
 class EmptyIdealError(NdcgError):
     """Raised under ``empty_ideal: error`` when a request has no positive grade."""
 
@@ -60,6 +65,15 @@ class RunInProgress(NdcgError):
 class LeaseLost(NdcgError):
     """This attempt no longer holds its run: another attempt's id is on the run-status row. The
     attempt stops without publishing and without recording a failure (the row is the other's)."""
+
+
+class CommitConflict(NdcgError):
+    """A Delta or Iceberg commit of this run lost to another writer's commit of the same table (its
+    optimistic concurrency check failed): nothing of this write is in the table. ``table`` names it."""
+
+    def __init__(self, message: str, table: str) -> None:
+        self.table = table
+        super().__init__(message)
 
 
 class FileVanished(NdcgError):
@@ -107,6 +121,37 @@ def missing_file(exc: BaseException) -> str | None:
                 found = pattern.search(text)
                 if found:
                     return found.group(1)
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+#: how Delta and Iceberg say that a commit lost to a concurrent one (their exception classes, and
+#: Delta's error classes), and that a table another writer created meanwhile exists
+_COMMIT_CONFLICT = re.compile(
+    r"\b(Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException"
+    r"|ProtocolChangedException|DELTA_CONCURRENT_[A-Z_]+|DELTA_METADATA_CHANGED|DELTA_PROTOCOL_CHANGED"
+    r"|CommitFailedException|Found conflicting files)"
+)
+
+
+def commit_conflict(exc: BaseException) -> str | None:
+    """The name of the concurrent-commit failure behind ``exc`` (a Delta or Iceberg exception, or
+    one of its causes), or None when ``exc`` is about something else.
+
+    >>> commit_conflict(RuntimeError("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND] ..."))
+    'ConcurrentAppendException'
+    >>> commit_conflict(RuntimeError("org.apache.iceberg.exceptions.CommitFailedException: Cannot commit"))
+    'CommitFailedException'
+    >>> commit_conflict(ValueError("bad grade")) is None
+    True
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for text in (str(exc), describe_spark_error(exc) or ""):
+            found = _COMMIT_CONFLICT.search(text)
+            if found:
+                return found.group(1)
         exc = exc.__cause__ or exc.__context__
     return None
 

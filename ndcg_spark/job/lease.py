@@ -101,8 +101,8 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
 
 def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
     """The rows of the run's partition: a path table's ``run_id=…`` folder alone (no other run's
-    file is listed, and its own file's columns are the row's), a catalog table's rows of the run."""
-    if status.table is not None:
+    file is listed, and its own file's columns are the row's), a table's rows of the run."""
+    if status.table_name is not None:
         rows = read_written(spark, status, run_id)
         return [] if rows is None else rows.collect()
     folder = f"{status.path.rstrip('/')}/run_id={run_id}"

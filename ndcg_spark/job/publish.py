@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.errors import InputError, LeaseLost
+from ndcg_spark.errors import CommitConflict, LeaseLost
 from ndcg_spark.job.config import Source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,8 +45,6 @@ RUN_STATUS_SCHEMA = (
     "run_id string, status string, updated_at timestamp, code_version string, attempt_id string, "
     "started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
 )
-#: the columns a run-status table of ndcg-spark before attempts lacks (docs/tables.md: migrating)
-ATTEMPT_COLUMNS = "attempt_id string, started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
 
 
 def mark_run(
@@ -56,7 +54,10 @@ def mark_run(
     """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched).
 
     ``attempt`` is the attempt writing it (its id, start, host and Spark application; None: by
-    hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``.
+    hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``. On a
+    Delta or Iceberg table the row is one commit; one that loses to another attempt's commit of the
+    table is :class:`~ndcg_spark.errors.LeaseLost`: that attempt wrote the status table at the same
+    moment, and this one stops (before any data write, when it was taking the run).
     """
     from ndcg_spark import __version__
     from ndcg_spark.job.io import write_run_partitioned
@@ -69,13 +70,11 @@ def mark_run(
     )
     try:
         write_run_partitioned(row.coalesce(1), target)
-    except InputError as exc:
-        if target.table is None or "columns differ" not in str(exc):
-            raise
-        raise InputError(
-            f"{exc}. A run-status table written before runs had attempts lacks their columns: "
-            f"ALTER TABLE {target.table} ADD COLUMNS ({ATTEMPT_COLUMNS}) migrates it (docs/tables.md)"
-        ) from None
+    except CommitConflict as exc:
+        raise LeaseLost(
+            f"run {run_id}: another attempt committed to the run-status table ({target.describe()}) at the same "
+            f"moment as this attempt's '{status}' row, which is not in it: this attempt stops without publishing. {exc}"
+        ) from exc
 
 
 @contextlib.contextmanager
