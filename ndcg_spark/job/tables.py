@@ -86,14 +86,23 @@ def current_version(spark: SparkSession, target: Source, fmt: str | None = None)
     return None if latest is None else int(latest[0])
 
 
+#: how Delta says that a path holds no table (yet): no folder, no log, or a log with no version
+#: committed -- what another attempt creating the table shows meanwhile
+_NO_DELTA_TABLE = ("PATH_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_NOT_FOUND")
+
+
 def table_exists(spark: SparkSession, target: Source) -> bool:
-    """Whether the table has been created (a Delta path: whether a Delta table is there)."""
+    """Whether the table has been created (a Delta path: whether its first version is committed;
+    Delta 3's ``tableExists`` says so as soon as the log folder is there, before any version)."""
+    if target.table is not None:
+        return spark.catalog.tableExists(target.table)
     try:
-        return spark.catalog.tableExists(target.table_name)
-    except AnalysisException as exc:  # Delta 4 on a path that holds no Delta table yet
-        if target.table is None and "DELTA_MISSING_DELTA_TABLE" in str(exc):
+        spark.read.format("delta").load(target.path).schema  # noqa: B018 - loads the latest version
+    except AnalysisException as exc:
+        if any(name in str(exc) for name in _NO_DELTA_TABLE):
             return False
         raise
+    return True
 
 
 @dataclass(frozen=True)
@@ -211,8 +220,8 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
     created by writing the night into it; a Delta or Iceberg table is created empty by ``CREATE TABLE
     IF NOT EXISTS`` with the run's columns (nullable) and partitioning, and the caller then writes
     the night as every night is written: two attempts of a first night that both found no table
-    both create it without failing (the second finds it there), and their writes meet on the
-    table's commits like any other night's."""
+    both create it without failing (the second finds it there, or fails to create it because the
+    first just did), and their writes meet on the table's commits like any other night's."""
     spark = df.sparkSession
     parts = target.table.split(".") if target.table is not None else []
     if len(parts) > 1:  # a configured database that does not exist yet (first night)
@@ -224,7 +233,14 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
     partitions = _column_list(target, [df.schema[name] for name in partition_by], types=False)
     statement = (f"CREATE TABLE IF NOT EXISTS IDENTIFIER(:table) ({columns}) USING {target.format} "
                  f"PARTITIONED BY ({partitions})")
-    _committed(lambda: parameterized_sql(spark, statement, {"table": target.table_name}), target)
+    try:
+        _committed(lambda: parameterized_sql(spark, statement, {"table": target.table_name}), target)
+    except Exception:
+        # another attempt created it since this one looked: IF NOT EXISTS does not cover a Delta path
+        # whose log appeared meanwhile (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION), nor the commit of
+        # its version 0 that lost to the other's. The table is there: the night is written into it.
+        if not table_exists(spark, target):
+            raise
 
 
 def _committed(write, target: Source) -> None:
