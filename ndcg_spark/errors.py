@@ -111,18 +111,29 @@ def missing_file(exc: BaseException) -> str | None:
     >>> missing_file(ValueError("bad grade")) is None
     True
     """
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, FileVanished):
-            return exc.path
-        for text in (str(exc), describe_spark_error(exc) or ""):
+    for cause in _chain(exc):
+        if isinstance(cause, FileVanished):
+            return cause.path
+        for text in _texts(cause):
             for pattern in _MISSING_FILE:
                 found = pattern.search(text)
                 if found:
                     return found.group(1)
-        exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc`` and its causes (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _texts(exc: BaseException) -> tuple[str, str]:
+    """What ``exc`` says: its text, and Spark's first line for it (empty when not Spark's)."""
+    return str(exc), describe_spark_error(exc) or ""
 
 
 #: how Delta and Iceberg say that a commit lost to a concurrent one (their exception classes, and
@@ -145,14 +156,11 @@ def commit_conflict(exc: BaseException) -> str | None:
     >>> commit_conflict(ValueError("bad grade")) is None
     True
     """
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        for text in (str(exc), describe_spark_error(exc) or ""):
+    for cause in _chain(exc):
+        for text in _texts(cause):
             found = _COMMIT_CONFLICT.search(text)
             if found:
                 return found.group(1)
-        exc = exc.__cause__ or exc.__context__
     return None
 
 
