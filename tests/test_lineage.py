@@ -13,13 +13,18 @@ import hashlib
 import os
 import re
 import shutil
-import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
+
+try:
+    from tests import faults
+except ImportError:  # pragma: no cover - run from inside tests/
+    import faults  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.e2e
 NIGHT = "2026-11-29"
@@ -32,20 +37,8 @@ def job(spark, sample_dir, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("lineage")
     for name in ROLES.values():
         shutil.copytree(sample_dir[name], root / "data" / name)
-    config = root / "conf" / "job.yaml"
-    config.parent.mkdir()
-    config.write_text(textwrap.dedent("""
-        version: 1
-        contract: {k: [3, 10]}
-        inputs: {candidates: {path: data/candidates}, judgments: {path: data/judgments}}
-        attributes: {path: data/attributes, weight: weight, slices: [equipment_rarity]}
-        outputs:
-          per_request: {path: out/per_request}
-          aggregate: {path: out/aggregate}
-          run_metadata: {path: out/run_metadata}
-        aggregate: {bootstrap: {replicates: 0}}
-        spark: {master: "local[2]", shuffle_partitions: 2}
-        """), encoding="utf-8")
+    data = SimpleNamespace(**{name: str(root / "data" / name) for name in ROLES.values()})
+    config = faults.write_config(root / "conf" / "job.yaml", data, faults.PATH_OUTPUTS)
     assert main(["run", "--config", str(config), "--run-id", NIGHT]) == 0
     return config
 
@@ -110,7 +103,7 @@ def test_a_replay_on_unchanged_files_gives_the_published_rows(spark, job, capsys
     root = job.parent.parent
     assert main(["run", "--config", str(job), "--replay", NIGHT, "--run-id", "replayed"]) == 0
     published, replayed = _per_request(spark, root, NIGHT), _per_request(spark, root, "replayed")
-    assert published.count() == 200 * 2 * 2  # requests x systems x K
+    assert published.count() == 200 * 2 * 3  # requests x systems x K (1, 3, 10)
     assert published.exceptAll(replayed).count() == 0 and replayed.exceptAll(published).count() == 0
     assert _recorded(spark, root, "replayed") == _recorded(spark, root, NIGHT)  # the same inputs, recorded again
 
