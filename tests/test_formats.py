@@ -16,7 +16,7 @@ import uuid
 import pytest
 from pyspark.sql import functions as F
 
-from ndcg_spark.errors import InputError
+from ndcg_spark.errors import CommitConflict, InputError
 from ndcg_spark.job.config import Source
 from ndcg_spark.job.io import clear_run, read_run, write_run_partitioned
 
@@ -129,6 +129,26 @@ def test_a_dropped_or_retyped_column_is_refused_with_the_statement_that_migrates
     lakehouse.migrate(spark, target, text)  # what the message says to do, done
     write_run_partitioned(newer, target)
     assert _rows(spark, target, "n2") == sorted(tuple(r) for r in newer.drop("run_id").collect())
+
+
+def test_a_delta_path_being_created_by_another_writer_is_a_commit_conflict_not_a_trace(lakehouse_session, tmp_path):
+    """Two attempts of a first night: the second can find the first's ``_delta_log`` folder before its
+    first version is committed (or a killed attempt left it so). Delta's ``CREATE TABLE IF NOT
+    EXISTS`` skips such a path (3.3 and 4.4 alike), and the write is a CommitConflict naming the
+    folder -- not Delta's DELTA_TABLE_NOT_FOUND; with the folder removed, as it says, the night is written."""
+    spark = lakehouse_session
+    target = Source(path=str(tmp_path / "being_created"), format="delta")
+    log = tmp_path / "being_created" / "_delta_log"
+    log.mkdir(parents=True)
+    night = _night(spark, "n1", 3)
+    with pytest.raises(CommitConflict) as refused:
+        write_run_partitioned(night, target)
+    text = str(refused.value)
+    assert "another writer is creating the table" in text and f"remove the folder {log}" in text, text
+    assert not list(log.glob("*.json"))  # no version written
+    shutil.rmtree(log)
+    write_run_partitioned(night, target)
+    assert _rows(spark, target, "n1") == [(f"q{i}", 0.5) for i in range(3)]
 
 
 # ----------------------------------------------------------------------------- what a night read

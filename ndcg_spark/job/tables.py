@@ -221,7 +221,9 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
     IF NOT EXISTS`` with the run's columns (nullable) and partitioning, and the caller then writes
     the night as every night is written: two attempts of a first night that both found no table
     both create it without failing (the second finds it there, or fails to create it because the
-    first just did), and their writes meet on the table's commits like any other night's."""
+    first just did), and their writes meet on the table's commits like any other night's -- except
+    on a Delta path whose log folder the second finds before the first's first version: a
+    CommitConflict then."""
     spark = df.sparkSession
     parts = target.table.split(".") if target.table is not None else []
     if len(parts) > 1:  # a configured database that does not exist yet (first night)
@@ -241,6 +243,14 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
         # its version 0 that lost to the other's. The table is there: the night is written into it.
         if not table_exists(spark, target):
             raise
+        return
+    if not table_exists(spark, target):  # IF NOT EXISTS skipped a Delta log folder with no version yet
+        raise CommitConflict(
+            f"{target.describe()}: another writer is creating the table (its log folder is there, with no version "
+            f"yet); nothing of this write is in the table. If no other writer is, one was killed creating it: "
+            f"remove the folder {target.path}/_delta_log, which holds no version, and run again.",
+            target.table_name,
+        )
 
 
 def _committed(write, target: Source) -> None:
