@@ -13,7 +13,8 @@ and compile with the JVM's C1 compiler only (``tests/faults.py``).
 
 At the checkout root so that doctests under ndcg_spark/ get `spark` too. Its SQL warehouse (where
 catalog tables such as ``{table: db.name}`` outputs land) is a temporary folder of the session,
-never ``./spark-warehouse`` in the checkout.
+never ``./spark-warehouse`` in the checkout. In the format lane (``bash dev.sh test-formats``, which
+sets ``NDCG_TEST_FORMATS``) the session also has Delta Lake and Iceberg (``tests/lakehouse.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 
 import pytest
 
+from tests import lakehouse
 from tests.class_archive import java_options
 
 #: Spark settings of the suite's session (see the module docstring); Spark's defaults in production
@@ -36,12 +38,13 @@ def spark(tmp_path_factory):
     # (not on Spark Connect, whose server's JVM is started elsewhere)
     options = "" if os.environ.get("SPARK_REMOTE") else java_options()
     jvm = {"spark.driver.extraJavaOptions": options} if options else {}
+    formats = lakehouse.settings(tmp_path_factory.mktemp("lakehouse")) if os.environ.get(lakehouse.ENV) else {}
     session = build_session(
         master="local[2]",
         app_name="ndcg-spark-tests",
         shuffle_partitions=2,
         warehouse_dir=tmp_path_factory.mktemp("spark-warehouse"),
-        conf={**SMALL_DATA_EXECUTION, **jvm},
+        conf={**SMALL_DATA_EXECUTION, **jvm, **formats},
     )
     yield session
     session.stop()

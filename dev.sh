@@ -14,6 +14,10 @@
 #   bash dev.sh test-connect  the Spark Connect lane (tests/test_connect.py, marker connect): its own
 #                             virtualenv .venv-connect (the connect extra: grpc, pandas, pyarrow) and its
 #                             own pytest process, with SPARK_REMOTE=local[2] (a local Connect server)
+#   bash dev.sh test-formats [VERSION]  the format lane: the tests marked formats (Delta Lake and Iceberg tables
+#                           written and read for real) on each pyspark of tests/lakehouse.py (or VERSION alone),
+#                           each in its own virtualenv .venv-formats-VERSION (as test-on), with the formats'
+#                           jars from Maven Central (spark.jars.packages) in the Ivy cache ~/.cache/ndcg-spark/ivy
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -39,6 +43,11 @@ setup() {
       "$1/bin/python" -m pip install --quiet --disable-pip-version-check "pyspark==$3"
     fi
     "$1/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$2]"
+    # pyspark 3.5.2 to 3.5.x keep numpy below 2, with which pyarrow 26 and later do not import (their
+    # metadata does not say so, so pip installs them): then the newest pyarrow that does
+    if [ "$("$1/bin/python" -c 'import numpy; print(numpy.__version__.split(".")[0])')" = 1 ]; then
+      "$1/bin/python" -m pip install --quiet --disable-pip-version-check "pyarrow<26"
+    fi
     rm -f "$1"/.installed-*
     touch "$stamp"
   fi
@@ -91,6 +100,30 @@ case "$cmd" in
       tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py tests/test_shell_check.py \
       "tests/test_docs.py::test_python_examples_run[README.md]" ndcg_spark "$@"
     ;;
+  test-formats)
+    versions=$(.venv/bin/python tests/lakehouse.py)
+    if [ -n "${1:-}" ] && [[ " $versions " == *" $1 "* ]]; then
+      versions=$1
+      shift
+    fi
+    failed=""
+    for version in $versions; do
+      setup ".venv-formats-$version" test "$version"
+      have=$(".venv-formats-$version/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+      if [ "$have" != "$version" ]; then
+        echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
+        exit 1
+      fi
+      # test by test to whichever worker is free (two files, one far longer than the other); every
+      # version runs, and the lane fails after them if one did
+      NDCG_TEST_FORMATS=1 ".venv-formats-$version/bin/python" -m pytest -n "${NDCG_TEST_WORKERS:-2}" --dist worksteal \
+        -m formats tests/test_formats.py tests/test_format_runs.py "$@" || failed="$failed $version"
+    done
+    if [ -n "$failed" ]; then
+      echo "dev.sh: the format lane failed on pyspark$failed" >&2
+      exit 1
+    fi
+    ;;
   test-connect)
     setup .venv-connect test,connect
     SPARK_REMOTE='local[2]' .venv-connect/bin/python -m pytest -m connect tests/test_connect.py "$@"
@@ -99,7 +132,7 @@ case "$cmd" in
     .venv/bin/python -m ndcg_spark.job.packaging "$@"
     ;;
   *)
-    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|test-connect|package [args]" >&2
+    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|test-formats [VERSION]|test-connect|package [args]" >&2
     exit 2
     ;;
 esac

@@ -91,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--wait", type=_minutes, default=None, metavar="MINUTES",
                        help="while a live attempt holds the run, wait up to MINUTES for it to end or go stale "
                             f"(then exit {EXIT_RUN_IN_PROGRESS})")
+    for p in writers[:2]:
+        p.add_argument("--replay", metavar="RUN_ID",
+                       help="read the inputs exactly as run RUN_ID read them (its recorded Delta versions, Iceberg "
+                            "snapshots, unchanged files), else refuse; --run-id defaults to RUN_ID")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
@@ -194,14 +198,17 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
         return _trend(args, config, master_from_config, ending)
     if args.command == "runs":
         return _runs(args, config, master_from_config, ending)
-    run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
+    replay = getattr(args, "replay", None)
+    if replay is not None:
+        replay = validate_run_id(replay, "--replay")
+    run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (replay or config.run_id or default_run_id())
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
     ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
     wait = getattr(args, "wait", None)
     # the stages' lines are printed as soon as the stages are done, before the report is written
     outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)),
                       take_over=getattr(args, "take_over", False),
-                      wait=None if wait is None else dt.timedelta(minutes=wait))
+                      wait=None if wait is None else dt.timedelta(minutes=wait), replay=replay)
     _print(_report_lines(outcome.report))
     return EXIT_OK
 
@@ -242,8 +249,23 @@ def _runs(args: argparse.Namespace, config, master_from_config: bool, ending: En
         return EXIT_OK
     only = FAILED if args.failed else None
     rows = recent_runs(spark, config.run_status(), last=args.last, only=only)
-    print(format_runs(rows, config.run_status().describe(), only))
+    print(format_runs(_with_input_changes(spark, config, rows), config.run_status().describe(), only))
     return EXIT_OK
+
+
+def _with_input_changes(spark, config, rows: list[dict]) -> list[dict]:
+    """Each published run's row with ``inputs_changed``: the inputs that changed since it read them
+    ([]: none), when its run metadata recorded them."""
+    from ndcg_spark.job.lineage import changes_since, recorded_inputs
+    from ndcg_spark.job.publish import COMPLETE
+
+    metadata = config.output("run_metadata")
+    published = [r["run_id"] for r in rows if r["status"] == COMPLETE]
+    if metadata is None or not published:
+        return rows
+    recorded, now = recorded_inputs(spark, metadata, published), {}
+    return [{**r, "inputs_changed": changes_since(spark, recorded[r["run_id"]], now)}
+            if recorded.get(r["run_id"]) is not None else r for r in rows]
 
 
 def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:

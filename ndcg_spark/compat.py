@@ -9,6 +9,9 @@ The few reads that need the driver's JVM (a classic session's, Spark Connect has
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -78,6 +81,38 @@ def estimated_bytes(df: DataFrame) -> int:
     relation's rows; Long.MaxValue when Spark cannot tell (then nothing is small). A classic
     session's (its driver's JVM plans it)."""
     return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+#: Spark 4.1's switch back to binding SQL parameters where the analyzer meets them (Spark 4.0's way)
+CONSTANT_PARAMETERS = "spark.sql.legacy.parameterSubstitution.constantsOnly"
+
+
+def parameterized_sql(session: SparkSession, statement: str, args: Mapping[str, Any]) -> DataFrame:
+    """``session.sql(statement, args=args)``, its named parameters bound on every supported Spark.
+
+    Spark 4.1 substitutes parameters in its parser, through a method a session extension's parser
+    must pass on; Delta's does not (delta-io/delta#7640, Delta 4.4) and Iceberg's did not before
+    1.12 (apache/iceberg#16625), so in a session with such an extension every marker stays unbound
+    (``UNBOUND_SQL_PARAMETER``, ``IDENTIFIER`` "must be a constant STRING"). On Spark 4.1 and later
+    the call runs with :data:`CONSTANT_PARAMETERS` set, which binds them where the analyzer meets
+    them (a statement is analysed, and a command run, inside ``sql``), and the session's own
+    setting is put back after. ndcg-spark's statements use parameters only as values and
+    ``IDENTIFIER(:name)``, which both ways bind.
+
+    >>> parameterized_sql(spark, "SELECT :x AS x", {"x": 2}).first().x
+    2
+    """
+    version = tuple(int(p) for p in session.version.split(".")[:2] if p.isdigit())
+    if version < (4, 1):
+        return session.sql(statement, args=dict(args))
+    conf = session.conf
+    saved = conf.get(CONSTANT_PARAMETERS, None)
+    conf.set(CONSTANT_PARAMETERS, "true")
+    try:
+        return session.sql(statement, args=dict(args))
+    finally:
+        if saved is None:
+            conf.unset(CONSTANT_PARAMETERS)
+        else:
+            conf.set(CONSTANT_PARAMETERS, saved)
 
 
 def _quoted(name: str) -> str:

@@ -38,6 +38,9 @@ class SparkFailure(InputError):
     """Spark failed while running a stage's jobs (not while analysing its plan, which names a
     missing column or a wrong type): the data may be at fault, or the cluster (a lost executor,
     memory, a cancelled job), so a retry may succeed. The message is Spark's first line."""
+class ReplayRefused(InputError):
+    """A night cannot be replayed on the inputs it read: a recorded version is gone (vacuumed,
+    expired) or plain files changed since (:mod:`ndcg_spark.job.lineage`). Nothing was written."""
 
 
 class EmptyIdealError(NdcgError):
@@ -89,6 +92,15 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+class CommitConflict(NdcgError):
+    """A Delta or Iceberg commit of this run lost to another writer's commit of the same table (its
+    optimistic concurrency check failed): nothing of this write is in the table. ``table`` names it."""
+
+    def __init__(self, message: str, table: str) -> None:
+        self.table = table
+        super().__init__(message)
+
+
 class FileVanished(NdcgError):
     """A file Spark had listed was gone when a task read it: the table it belongs to was replaced
     or deleted while the run read it. ``path`` is the file."""
@@ -124,17 +136,56 @@ def missing_file(exc: BaseException) -> str | None:
     >>> missing_file(ValueError("bad grade")) is None
     True
     """
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, FileVanished):
-            return exc.path
-        for text in (str(exc), describe_spark_error(exc) or ""):
+    for cause in _chain(exc):
+        if isinstance(cause, FileVanished):
+            return cause.path
+        for text in _texts(cause):
             for pattern in _MISSING_FILE:
                 found = pattern.search(text)
                 if found:
                     return found.group(1)
+    return None
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc`` and its causes (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
         exc = exc.__cause__ or exc.__context__
+
+
+def _texts(exc: BaseException) -> tuple[str, str]:
+    """What ``exc`` says: its text, and Spark's first line for it (empty when not Spark's)."""
+    return str(exc), describe_spark_error(exc) or ""
+
+
+#: how Delta and Iceberg say that a commit lost to a concurrent one (their exception classes, and
+#: Delta's error classes), and that a table another writer created meanwhile exists
+_COMMIT_CONFLICT = re.compile(
+    r"\b(Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException"
+    r"|ProtocolChangedException|DELTA_CONCURRENT_[A-Z_]+|DELTA_METADATA_CHANGED|DELTA_PROTOCOL_CHANGED"
+    r"|CommitFailedException|Found conflicting files)"
+)
+
+
+def commit_conflict(exc: BaseException) -> str | None:
+    """The name of the concurrent-commit failure behind ``exc`` (a Delta or Iceberg exception, or
+    one of its causes), or None when ``exc`` is about something else.
+
+    >>> commit_conflict(RuntimeError("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND] ..."))
+    'ConcurrentAppendException'
+    >>> commit_conflict(RuntimeError("org.apache.iceberg.exceptions.CommitFailedException: Cannot commit"))
+    'CommitFailedException'
+    >>> commit_conflict(ValueError("bad grade")) is None
+    True
+    """
+    for cause in _chain(exc):
+        for text in _texts(cause):
+            found = _COMMIT_CONFLICT.search(text)
+            if found:
+                return found.group(1)
     return None
 
 

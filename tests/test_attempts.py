@@ -20,7 +20,7 @@ from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.errors import FileVanished, LeaseLost, OutputChanged, RunInProgress, spark_errors_as_input_errors
 from ndcg_spark.job.config import Source
 from ndcg_spark.job.lease import acquire, publishing
-from ndcg_spark.job.publish import mark_run, published_runs, recent_runs, status_row
+from ndcg_spark.job.publish import STATUS_COLUMNS, mark_run, published_runs, recent_runs, status_row
 
 RUN = "2026-11-30"
 #: a heartbeat older than 60 ms is stale (3 beats of 20 ms): a test sleeps past it
@@ -165,21 +165,22 @@ def test_a_status_table_of_an_older_version_is_read_with_the_new_columns_null(sp
     assert _published(spark, status) == {"new"}
 
 
-def test_an_older_catalog_status_table_is_refused_with_the_statement_that_migrates_it(spark):
-    from ndcg_spark.errors import InputError
-    from ndcg_spark.job.publish import ATTEMPT_COLUMNS
-
+def test_an_older_catalog_status_table_gains_the_attempt_columns_on_its_next_write(spark):
+    """docs/tables.md: a run-status table written before attempts lacks their columns; the next
+    write adds them to the table (an additive change), and the older rows read them as null."""
     table = "attempts_it.run_status"
     spark.sql("CREATE DATABASE IF NOT EXISTS attempts_it")
     spark.createDataFrame([("old", "complete", dt.datetime.now(dt.timezone.utc), "0.9")],
                           "run_id string, status string, updated_at timestamp, code_version string"
                           ).write.partitionBy("run_id").saveAsTable(table)
     try:
-        with pytest.raises(InputError, match=rf"ALTER TABLE {table} ADD COLUMNS \({ATTEMPT_COLUMNS}\)"):
-            mark_run(spark, Source(table=table), "new", "running")
-        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({ATTEMPT_COLUMNS})")  # the statement it names
         acquire(spark, Source(table=table), "new").publish()
         assert _published(spark, Source(table=table)) == {"old", "new"}
+        assert spark.read.table(table).columns[-1] == "run_id"  # the partition column stays last
+        assert set(spark.read.table(table).columns) == set(STATUS_COLUMNS)
+        old = status_row(spark, Source(table=table), "old")
+        assert old["status"] == "complete" and old["attempt_id"] is None and old["host"] is None
+        assert status_row(spark, Source(table=table), "new")["attempt_id"]
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 

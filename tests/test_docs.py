@@ -420,6 +420,18 @@ def test_readme_keeps_the_two_commands_and_its_size():
     assert len(text.splitlines()) <= 250
 
 
+def test_deploy_lists_the_formats_the_lane_runs_on():
+    """docs/deploy.md's table of Delta and Iceberg releases is tests/lakehouse.py's, row for row."""
+    from tests.lakehouse import COMBINATIONS
+
+    page = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = page.split("## Delta Lake and Iceberg", 1)[1]
+    rows = re.findall(r"^\| ([0-9.]+) \| `([^`]+)` \| `([^`]+)` \| yes \|$", section, re.M)
+    assert rows == [(c.pyspark, c.delta, c.iceberg) for c in COMBINATIONS]
+    dev = (ROOT / "dev.sh").read_text(encoding="utf-8")
+    assert "versions=$(.venv/bin/python tests/lakehouse.py)" in dev  # the lane loops over that same table
+
+
 def test_readme_layout_names_what_is_in_the_tree():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     layout = text.split("## Where things are", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]

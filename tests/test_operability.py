@@ -105,9 +105,9 @@ def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkey
     seen = {}
     real = run_module.score_stage
 
-    def recording(session, config, run_id):
+    def recording(session, config, run_id, **kw):
         seen["tags"] = current_tags(session)
-        return real(session, config, run_id)
+        return real(session, config, run_id, **kw)
 
     monkeypatch.setattr(run_module, "score_stage", recording)
     cands = spark.createDataFrame([("q1", "a", 1, 1.0), ("q1", "b", 2, 0.0)], "request_id string, doc_id string, position int, grade double")
@@ -203,48 +203,47 @@ def test_small_results_sorted_in_python_come_in_sparks_order(spark):
     assert len({r[0] for r in rows}) > 10  # the words, the null and the empty string all drawn
 
 
-class _RecordingSession:
-    """Stands in for a session of a Spark ``version`` with a Delta/Iceberg table: records the SQL
-    it is given."""
-
-    def __init__(self, version: str):
-        self.version = version
-        self.statements = []
-        self.catalog = self
-
-    def tableExists(self, name):  # noqa: N802 - the catalog's own name
-        return True
-
-    def sql(self, statement, args=None):
-        self.statements.append((statement, args))
-
-
-TABLE, RUN = {"table": "lake.ndcg.quarantine"}, {"run_id": "2026-11-29"}
-
-
-@pytest.mark.parametrize("fmt, version, statement, args", [
-    ("delta", "4.0.0", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id", {**TABLE, **RUN}),
-    ("iceberg", "3.5.0", "DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id", {**TABLE, **RUN}),
-    # Spark 3.5 and 4.0 take no parameter in a partition spec: the checked run id as the literal
-    ("parquet", "4.0.0", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = '2026-11-29')", TABLE),
-    ("parquet", "3.5.0", "ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS PARTITION (run_id = '2026-11-29')", TABLE),
-])
-def test_a_catalog_tables_run_is_cleared_as_its_format_allows(fmt, version, statement, args):
-    session = _RecordingSession(version)
-    clear_run(session, Source(table="lake.ndcg.quarantine", format=fmt), "2026-11-29")
-    assert session.statements == [(statement, args)]
+def test_clearing_a_run_of_a_catalog_table_drops_its_partition_only(spark):
+    """A Parquet catalog table's run is cleared with ALTER TABLE … DROP PARTITION (the run id checked,
+    then a literal: Spark 3.5 and 4.0 take no parameter there); Delta's and Iceberg's, one commit
+    each, are tests/test_formats.py's (the format lane)."""
+    target = Source(table="operability_it.quarantine")
+    try:
+        clear_run(spark, target, "r:1")  # no table yet: nothing to do
+        assert not output_exists(spark, target)
+        write_run_partitioned(spark.createDataFrame([("x", "r:1"), ("y", "r:1"), ("z", "r2")], "v string, run_id string"),
+                              target)
+        clear_run(spark, target, "r:1")
+        clear_run(spark, target, "r3")  # a run with no rows: nothing to do
+        assert [tuple(r) for r in read_run(spark, target).select("run_id", "v").collect()] == [("r2", "z")]
+        assert [r[0] for r in spark.sql("SHOW PARTITIONS operability_it.quarantine").collect()] == ["run_id=r2"]
+        with pytest.raises(ValueError, match="only letters, digits"):
+            clear_run(spark, target, "x') OR (1=1")
+        assert read_run(spark, target).count() == 1
+    finally:
+        spark.sql("DROP TABLE IF EXISTS operability_it.quarantine")
 
 
-def test_a_run_id_that_could_end_the_literal_never_reaches_a_partition_spec():
-    with pytest.raises(ValueError, match="only letters, digits"):
-        clear_run(_RecordingSession("4.0.0"), Source(table="lake.ndcg.quarantine"), "x') OR (1=1")
+def test_the_documented_refusal_of_a_dropped_column_is_the_codes():
+    """docs/operations.md, "Delta Lake and Iceberg tables": the message of a dropped column, word
+    for word (the statements it names are run by tests/test_formats.py, in the format lane)."""
+    import re
+    from pathlib import Path
+
+    from ndcg_spark.job.tables import SchemaChange, _refusal
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    shown = next(b for b in re.findall(r"```text\n(.*?)```", page, re.S) if "legacy_flag" in b).splitlines()
+    refusal = _refusal(Source(table="main.ndcg.per_request", format="delta"), SchemaChange(dropped=("legacy_flag",)))
+    assert shown == ["ndcg-spark run: failed.", str(refusal)]
 
 
-@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
-def test_delta_and_iceberg_are_table_formats_only(fmt):
-    assert Source.parse({"table": "ndcg.per_request", "format": fmt}, "outputs.per_request", None).format == fmt
-    with pytest.raises(ContractError, match=rf"^outputs\.per_request\.format: {fmt} is a catalog table format"):
-        Source.parse({"path": "/tmp/x", "format": fmt}, "outputs.per_request", None)
+def test_delta_may_be_a_path_iceberg_lives_in_a_catalog():
+    assert Source.parse({"table": "ndcg.per_request", "format": "iceberg"}, "outputs.per_request", None).format == "iceberg"
+    delta = Source.parse({"path": "/tmp/x", "format": "delta"}, "outputs.per_request", None)
+    assert (delta.table_name, delta.describe()) == ("delta.`/tmp/x`", "delta /tmp/x")
+    with pytest.raises(ContractError, match=r"^outputs\.per_request\.format: iceberg tables live in a catalog"):
+        Source.parse({"path": "/tmp/x", "format": "iceberg"}, "outputs.per_request", None)
 
 
 def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, monkeypatch):

@@ -10,6 +10,7 @@ __all__ = [
     "GROUP_KEYS",
     "INTERVAL_COLUMNS",
     "PER_REQUEST_INPUTS",
+    "INPUT_READ_SCHEMA",
     "RUN_METADATA_SCHEMA",
     "STAMP_COLUMNS",
 ]
@@ -95,6 +96,21 @@ AUDIT_COLUMNS = (
     "created_at",
 )
 
+#: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.job.lineage``).
+INPUT_READ_SCHEMA = T.StructType(
+    [
+        T.StructField("role", T.StringType(), False),
+        T.StructField("source", T.StringType(), False),
+        T.StructField("table", T.StringType(), True),
+        T.StructField("path", T.StringType(), True),
+        T.StructField("format", T.StringType(), False),
+        T.StructField("version", T.LongType(), True),
+        T.StructField("fingerprint", T.StringType(), True),
+        T.StructField("files", T.LongType(), True),
+        T.StructField("bytes", T.LongType(), True),
+    ]
+)
+
 #: The run-metadata table: one row per run.
 RUN_METADATA_SCHEMA = T.StructType(
     [
@@ -105,5 +121,6 @@ RUN_METADATA_SCHEMA = T.StructType(
         T.StructField("row_counts", T.MapType(T.StringType(), T.LongType(), False), False),
         T.StructField("code_version", T.StringType(), False),
         T.StructField("created_at", T.TimestampType(), False),
+        T.StructField("inputs", T.ArrayType(INPUT_READ_SCHEMA, False), True),
     ]
 )

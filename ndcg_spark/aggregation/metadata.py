@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -23,12 +23,16 @@ def run_metadata(
     spec: AggregateSpec,
     row_counts: Mapping[str, int],
     created_at: dt.datetime | None = None,
+    inputs: Sequence[tuple] | None = None,
 ) -> DataFrame:
-    """The run-metadata row of ``run_id``: the readable contract, the aggregate spec, row counts.
+    """The run-metadata row of ``run_id``: the readable contract, the aggregate spec, row counts
+    and what the run read.
 
     ``contract`` must be the *resolved* contract the per-request table was scored under (its
     fingerprint is the one stamped on every row of the run); ``row_counts`` maps a table (or an
-    input's counter, e.g. ``candidates.rows_read``) to its row count.
+    input's counter, e.g. ``candidates.rows_read``) to its row count; ``inputs`` are stage 1's
+    inputs as it read them, each a row of
+    :data:`~ndcg_spark.aggregation.columns.INPUT_READ_SCHEMA` (None: not recorded, the column null).
 
     Returns
     -------
@@ -50,6 +54,7 @@ def run_metadata(
     stamp = created_at or dt.datetime.now(dt.timezone.utc)
     counts = {str(k): int(v) for k, v in sorted(row_counts.items())}
     return spark.createDataFrame(
-        [(run_id, contract.fingerprint, contract.to_json(), spec.to_json(), counts, __version__, stamp)],
+        [(run_id, contract.fingerprint, contract.to_json(), spec.to_json(), counts, __version__, stamp,
+          None if inputs is None else [tuple(i) for i in inputs])],
         RUN_METADATA_SCHEMA,
     )

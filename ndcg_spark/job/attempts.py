@@ -143,7 +143,7 @@ def read_attempts(spark: SparkSession, target: Source, run_id: str | None = None
     """The table's rows (of ``run_id``; None: every run), or None when nothing was written yet. A
     path table is read with its schema given, so its partition values stay the strings they were
     written as (an attempt id of 12 digits is no number) and no job infers it."""
-    if target.table is not None:
+    if target.table_name is not None:
         return read_written(spark, target, run_id, merge_schema=True)
     reader = spark.read.schema(RUN_ATTEMPTS_SCHEMA).option("basePath", target.path).option("header", True)
     try:

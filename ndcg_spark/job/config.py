@@ -30,7 +30,8 @@ from ndcg_spark.errors import ContractError
 
 CONFIG_VERSION = 1
 FORMATS = ("parquet", "csv", "delta", "iceberg")
-#: formats a catalog table is written in through its own writer (``writeTo``); ``table:`` only
+#: formats with their own commits and versions, written through the table's own writer (``writeTo``):
+#: a catalog ``table:``, or for Delta also a ``path:`` (a Delta table needs no catalog)
 TABLE_FORMATS = ("delta", "iceberg")
 #: The formats an input may have besides FORMATS: ``trec_run`` (candidates) and ``trec_qrels``
 #: (judgments), read by :mod:`ndcg_spark.formats.trec`.
@@ -78,9 +79,10 @@ def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a table comes from: a ``path`` (Parquet or CSV; for ``inputs.candidates`` also a TREC
-    run, ``trec_run``, for ``inputs.judgments`` TREC qrels, ``trec_qrels``) or a catalog ``table``
-    (Parquet, CSV, or, as the warehouse keeps them, Delta or Iceberg: ``format`` is passed to the writer)."""
+    """Where a table comes from: a ``path`` (Parquet, CSV or a Delta table; for ``inputs.candidates``
+    also a TREC run, ``trec_run``, for ``inputs.judgments`` TREC qrels, ``trec_qrels``) or a catalog
+    ``table`` (Parquet, CSV, or, as the warehouse keeps them, Delta or Iceberg: ``format`` is passed
+    to the writer)."""
 
     path: str | None = None
     table: str | None = None
@@ -102,24 +104,40 @@ class Source:
         fmt = require_choice(data.get("format", "parquet"), formats, f"{path}.format")
         if fmt.startswith("trec_") and table is not None:
             raise ContractError(f"{path}.format", f"{fmt} reads a file: give a path, not a table")
-        if fmt in TABLE_FORMATS and table is None:
-            raise ContractError(f"{path}.format", f"{fmt} is a catalog table format: give a table, not a path")
+        if fmt == "iceberg" and table is None:
+            raise ContractError(f"{path}.format", "iceberg tables live in a catalog: give a table, not a path")
         if src_path is not None:
             src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)
+
+    @property
+    def table_name(self) -> str | None:
+        """The name Spark reads and writes the table by: the catalog ``table``, or a Delta ``path``
+        as Delta's path identifier; None for a Parquet, CSV or TREC path.
+
+        >>> Source(path="/w/per_request", format="delta").table_name
+        'delta.`/w/per_request`'
+        """
+        if self.table is not None:
+            return self.table
+        if self.format == "delta":
+            return "delta.`" + self.path.replace("`", "``") + "`"
+        return None
 
     def describe(self) -> str:
         return f"table {self.table}" if self.table else f"{self.format} {self.path}"
 
     def beside(self, name: str) -> Source:
-        """The Parquet table ``name`` in this one's folder (a path) or database (a table).
+        """The table ``name`` in this one's folder (a path) or database (a table), in this one's
+        format when that is Delta or Iceberg, else Parquet.
 
-        >>> Source(path="/w/per_request").beside("run_status"), Source(table="c.db.t").beside("run_status")
-        (Source(path='/w/run_status', table=None, format='parquet'), Source(path=None, table='c.db.run_status', format='parquet'))
+        >>> Source(path="/w/per_request").beside("run_status"), Source(table="c.db.t", format="delta").beside("run_status")
+        (Source(path='/w/run_status', table=None, format='parquet'), Source(path=None, table='c.db.run_status', format='delta'))
         """
+        fmt = self.format if self.format in TABLE_FORMATS else "parquet"
         if self.table is not None:
-            return Source(table=".".join([*self.table.split(".")[:-1], name]))
-        return Source(path=f"{self.path.rstrip('/').rsplit('/', 1)[0]}/{name}")
+            return Source(table=".".join([*self.table.split(".")[:-1], name]), format=fmt)
+        return Source(path=f"{self.path.rstrip('/').rsplit('/', 1)[0]}/{name}", format=fmt)
 
 
 def _resolve(p: str, base: Path | None) -> str:
@@ -257,11 +275,15 @@ class JobConfig:
     def run_status(self) -> Source:
         """Where the run-status table lives (:mod:`ndcg_spark.job.publish`): ``outputs.run_status``, else
         beside the per-request table (``<folder>/run_status`` for a path, ``<database>.run_status``
-        for a table).
+        for a table), in its format when that is Delta or Iceberg (so that the status row's commit
+        is the format's too), else Parquet.
 
         >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
         ...                      "outputs": {"per_request": {"table": "eval.per_request"}}}).run_status()
         Source(path=None, table='eval.run_status', format='parquet')
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
+        ...                      "outputs": {"per_request": {"path": "/w/per_request", "format": "delta"}}}).run_status()
+        Source(path='/w/run_status', table=None, format='delta')
         """
         explicit = self.output("run_status")
         if explicit is not None:

@@ -6,11 +6,9 @@ written, and re-running a run id replaces exactly that run. Everything here goes
 DataFrame reader and writer, the catalog and parameterized SQL -- no JVM handle (Spark Connect
 has none) -- so paths are resolved where Spark runs (the Connect server, the cluster).
 
-Catalog tables are written in the configured ``format``: ``parquet`` (default) and ``csv`` as
-Spark data source tables (``insertInto`` under dynamic partition overwrite, a run cleared with
-``ALTER TABLE … DROP PARTITION``); ``delta`` and ``iceberg`` through the table's own writer
-(``writeTo(…).overwritePartitions()``, a run cleared with ``DELETE FROM … WHERE run_id = :run_id``),
-as those formats keep no Hive-style partitions to drop.
+Tables -- catalog tables in any format, and Delta tables by path -- are written by
+:mod:`ndcg_spark.job.tables`: created on the first night, a run's partitions replaced in one commit
+of Delta or Iceberg, additive column changes applied to the table and others refused.
 """
 
 from __future__ import annotations
@@ -24,14 +22,15 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.errors import InputError
 from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
-from ndcg_spark.job.config import RUN_ID_PATTERN, TABLE_FORMATS, Source
+from ndcg_spark.job.config import Source
+from ndcg_spark.job.tables import clear_table_run, fresh, partition_spec, table_exists, write_table
 
 logger = logging.getLogger(__name__)
 
 
 def read_source(spark: SparkSession, source: Source, role: str, *, trailing_fields: str = "refuse") -> DataFrame:
-    """Read a Parquet/CSV path, a TREC run or qrels file or a catalog table; a missing one is an
-    :class:`InputError`. A TREC file's malformed lines are kept, for validation's rules
+    """Read a Parquet/CSV path, a TREC run or qrels file, a catalog table or a Delta path table; a
+    missing one is an :class:`InputError`. A TREC file's malformed lines are kept, for validation's rules
     (:mod:`ndcg_spark.formats.trec`); ``trailing_fields``: how a TREC line with more fields than its
     format reads (``ignore``: as trec_eval does, under the ``trec_eval`` preset).
 
@@ -39,8 +38,8 @@ def read_source(spark: SparkSession, source: Source, role: str, *, trailing_fiel
     Connect session too (which would otherwise analyse it only when the first job runs).
     """
     try:
-        if source.table is not None:
-            df = spark.read.table(source.table)
+        if source.table_name is not None:
+            df = spark.read.table(source.table_name)
         elif source.format == "trec_run":
             df = read_trec_run(spark, source.path, keep_malformed=True, trailing_fields=trailing_fields)
         elif source.format == "trec_qrels":
@@ -59,13 +58,12 @@ def read_source(spark: SparkSession, source: Source, role: str, *, trailing_fiel
 def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str, ...] = ("run_id",)) -> None:
     """Write ``df`` replacing only the ``partition_by`` partitions it contains.
 
-    A path target is written as a partitioned dataset in ``target.format``; a table target is
-    created on first use (in ``target.format``) and afterwards filled under dynamic partition
-    overwrite (the table's column order is respected): ``insertInto(overwrite=True)`` for
-    ``parquet``/``csv``, ``writeTo(…).overwritePartitions()`` for ``delta``/``iceberg``.
+    A path target is written as a partitioned dataset in ``target.format``; a table target (a
+    catalog table, a Delta path) is created on first use and afterwards filled under dynamic
+    partition overwrite (:func:`~ndcg_spark.job.tables.write_table`).
     """
-    if target.table is not None:
-        _write_table(df, target, partition_by)
+    if target.table_name is not None:
+        write_table(df, target, partition_by)
         return
     (
         df.write.mode("overwrite")
@@ -77,33 +75,6 @@ def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str
     )
 
 
-def _write_table(df: DataFrame, target: Source, partition_by: tuple[str, ...]) -> None:
-    spark = df.sparkSession
-    table_format = target.format in TABLE_FORMATS
-    if not spark.catalog.tableExists(target.table):
-        parts = target.table.split(".")
-        if len(parts) > 1:  # a configured database that does not exist yet (first night)
-            spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": ".".join(parts[:-1])})
-        if table_format:
-            df.writeTo(target.table).using(target.format).partitionedBy(*map(F.col, partition_by)).create()
-        else:
-            df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
-        return
-    table_columns = spark.read.table(target.table).columns
-    missing = sorted(set(table_columns) ^ set(df.columns))
-    if missing:
-        raise InputError(
-            f"output table {target.table}: columns differ from this run's ({', '.join(missing)}); "
-            "write to a new table or migrate the existing one"
-        )
-    if table_format:
-        df.select(*table_columns).writeTo(target.table).overwritePartitions()
-    else:
-        df.select(*table_columns).write.option("partitionOverwriteMode", "dynamic").insertInto(
-            target.table, overwrite=True
-        )
-
-
 def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, merge_schema: bool = False) -> DataFrame:
     """Read an output written by :func:`write_run_partitioned`, optionally one run only.
 
@@ -111,8 +82,9 @@ def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, 
     older version lack the newer columns: null there), not those of whichever file Spark reads first.
     One run of a path table is always read so: its own columns, whatever older nights lack.
     """
-    if target.table is not None:
-        return _of_run(spark.read.table(target.table), run_id)
+    if target.table_name is not None:
+        fresh(spark, target)  # another process's latest commit (the run-status row of another attempt)
+        return _of_run(spark.read.table(target.table_name), run_id)
     return _of_run(_load_path(spark, target, merge_schema or run_id is not None), run_id, cast=True)
 
 
@@ -122,8 +94,8 @@ def read_written(
     """:func:`read_run` of an output that has been written at all, None when it has not (a path:
     a missing or empty folder). One read: a path table's schema is inferred once (a Spark job
     each time), where asking :func:`output_exists` first and then reading would infer it twice."""
-    if target.table is not None:
-        return read_run(spark, target, run_id, merge_schema=merge_schema) if spark.catalog.tableExists(target.table) else None
+    if target.table_name is not None:
+        return read_run(spark, target, run_id, merge_schema=merge_schema) if table_exists(spark, target) else None
     table = _load_written_path(spark, target, merge_schema)
     return None if table is None else _of_run(table, run_id, cast=True)
 
@@ -131,8 +103,8 @@ def read_written(
 def output_exists(spark: SparkSession, target: Source) -> bool:
     """Whether an output table or path has been written at all (a path: whether Spark reads a
     table there -- a missing or empty folder is not one). To read it too, :func:`read_written`."""
-    if target.table is not None:
-        return spark.catalog.tableExists(target.table)
+    if target.table_name is not None:
+        return table_exists(spark, target)
     return _load_written_path(spark, target) is not None
 
 
@@ -166,20 +138,12 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
     A dynamic partition overwrite of zero rows replaces nothing, so an output that may be empty
     for a run (the quarantine table) is cleared first: re-running a night that had quarantined
     rows on clean input must not leave the old rows behind. A path table gets a static
-    partition overwrite of zero rows (the run's folder goes, nothing else is touched); a ``parquet``/``csv``
-    catalog table drops the partition; a ``delta``/``iceberg`` table deletes the run's rows. No
-    SQL is assembled from values: the table name goes in as a parameter, and so does the run id
-    except in a partition spec, which takes only a literal up to Spark 4.0 (:func:`_partition`).
+    partition overwrite of zero rows (the run's folder goes, nothing else is touched); a table
+    :func:`~ndcg_spark.job.tables.clear_table_run` (a Parquet/CSV partition dropped, a Delta or
+    Iceberg overwrite of the run's rows with none: one commit).
     """
-    if target.table is not None:
-        if not spark.catalog.tableExists(target.table):
-            return
-        if target.format in TABLE_FORMATS:
-            spark.sql("DELETE FROM IDENTIFIER(:table) WHERE run_id = :run_id",
-                      args={"table": target.table, "run_id": run_id})
-        else:
-            spark.sql(f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {_partition(run_id)}",
-                      args={"table": target.table})
+    if target.table_name is not None:
+        clear_table_run(spark, target, run_id)
         return
     table = _load_written_path(spark, target)  # one read: whether there is a table, and the table
     if table is not None:
@@ -198,24 +162,7 @@ def _clear_path_partition(spark: SparkSession, table: DataFrame, target: Source,
         logger.debug("clearing run %s of %s", run_id, target.describe())
         # the two view names are this function's own (a uuid), never a user's value; Spark 3.5 binds
         # no parameter in an INSERT's query, so they stand in the statement as they are
-        spark.sql(f"INSERT OVERWRITE TABLE {view} {_partition(run_id)} SELECT * FROM {empty}")
+        spark.sql(f"INSERT OVERWRITE TABLE {view} {partition_spec(run_id)} SELECT * FROM {empty}")
     finally:
         spark.catalog.dropTempView(view)
         spark.catalog.dropTempView(empty)
-
-
-def _partition(run_id: str) -> str:
-    """``PARTITION (run_id = '…')``. Spark 3.5 and 4.0 take only a literal in a partition spec (no
-    parameter marker), so the run id is written as one -- after checking that it holds letters,
-    digits and ``_.:-`` alone, as every run id must, so it cannot end the quoted literal.
-
-    >>> _partition("2026-11-29")
-    "PARTITION (run_id = '2026-11-29')"
-    >>> _partition("x') OR (1=1")
-    Traceback (most recent call last):
-    ...
-    ValueError: run id "x') OR (1=1": only letters, digits and '_.:-' may stand in a partition spec
-    """
-    if not RUN_ID_PATTERN.match(run_id):
-        raise ValueError(f"run id {run_id!r}: only letters, digits and '_.:-' may stand in a partition spec")
-    return f"PARTITION (run_id = '{run_id}')"

@@ -34,7 +34,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.errors import InputError
+from ndcg_spark.errors import CommitConflict, InputError, LeaseLost
 from ndcg_spark.job.attempts import Attempt, read_again_if_rewritten, utc
 from ndcg_spark.job.config import Source
 from ndcg_spark.job.io import read_run, read_written, write_run_partitioned
@@ -47,8 +47,6 @@ RUN_STATUS_SCHEMA = (
     "run_id string, status string, updated_at timestamp, code_version string, attempt_id string, "
     "started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
 )
-#: the columns a run-status table of ndcg-spark before attempts lacks (docs/tables.md: migrating)
-ATTEMPT_COLUMNS = "attempt_id string, started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
 STATUS_COLUMNS = tuple(part.split()[0] for part in RUN_STATUS_SCHEMA.split(","))
 
 
@@ -59,7 +57,10 @@ def mark_run(
     """Replace the status row of ``run_id`` with ``status`` (its own partition; other runs untouched).
 
     ``attempt`` is the attempt writing it (its id, start, host and Spark application; None: by
-    hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``.
+    hand); ``complete`` and ``failed`` rows get ``ended_at``, a ``failed`` one its ``reason``. On a
+    Delta or Iceberg table the row is one commit; one that loses to another attempt's commit of the
+    table is :class:`~ndcg_spark.errors.LeaseLost`: that attempt wrote the status table at the same
+    moment, and this one stops (before any data write, when it was taking the run).
     """
 
     now = dt.datetime.now(dt.timezone.utc)
@@ -70,13 +71,11 @@ def mark_run(
     )
     try:
         write_run_partitioned(row.coalesce(1), target)
-    except InputError as exc:
-        if target.table is None or "columns differ" not in str(exc):
-            raise
-        raise InputError(
-            f"{exc}. A run-status table written before runs had attempts lacks their columns: "
-            f"ALTER TABLE {target.table} ADD COLUMNS ({ATTEMPT_COLUMNS}) migrates it (docs/tables.md)"
-        ) from None
+    except CommitConflict as exc:
+        raise LeaseLost(
+            f"run {run_id}: another attempt committed to the run-status table ({target.describe()}) at the same "
+            f"moment as this attempt's '{status}' row, which is not in it: this attempt stops without publishing. {exc}"
+        ) from exc
 
 
 def published_runs(spark: SparkSession, status: Source) -> DataFrame:
@@ -111,8 +110,8 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
 
 def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
     """The rows of the run's partition: a path table's ``run_id=…`` folder alone (no other run's
-    file is listed, and its own file's columns are the row's), a catalog table's rows of the run."""
-    if status.table is not None:
+    file is listed, and its own file's columns are the row's), a table's rows of the run."""
+    if status.table_name is not None:
         rows = read_written(spark, status, run_id)
         return [] if rows is None else rows.collect()
     folder = f"{status.path.rstrip('/')}/run_id={run_id}"

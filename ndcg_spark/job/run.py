@@ -44,6 +44,7 @@ from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail_stage
 from ndcg_spark.job.io import read_run
 from ndcg_spark.job.lease import publishing
+from ndcg_spark.job.lineage import Replay, replay_plan
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
 from ndcg_spark.job.steps import step
 from ndcg_spark.job.trends import TrendResult, trend_stage
@@ -56,6 +57,7 @@ from ndcg_spark.job.stages import (
     score_stage,
     stage2_input,
     stage2_plan,
+    resolved_contract,
     stage2_summary,
     summarize_per_request,
 )
@@ -120,6 +122,7 @@ def run_job(
     before_report: Callable[[RunOutcome], None] | None = None,
     take_over: bool = False,
     wait: dt.timedelta | None = None,
+    replay: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` (one of :data:`COMMANDS`) of the job ``config`` for ``run_id``.
 
@@ -136,6 +139,9 @@ def run_job(
         outcome.
     take_over, wait : while another attempt is running the run: take it over at once, or wait
         up to ``wait`` for it to end or go stale (:func:`~ndcg_spark.job.lease.acquire`).
+    replay : (``score``, ``run``) a run whose recorded inputs stage 1 reads instead of the YAML's
+        current ones, exactly as that run read them (:mod:`ndcg_spark.job.lineage`); checked
+        before anything is written.
 
     Returns
     -------
@@ -145,9 +151,12 @@ def run_job(
     """
     if command not in COMMANDS:
         raise ValueError(f"command: must be one of {', '.join(COMMANDS)}, got {command!r}")
+    if replay is not None and command not in ("score", "run"):
+        raise ValueError(f"replay: only score and run read inputs, not {command}")
     stage2 = command == "aggregate" or (command == "run" and config.writes_stage2())
     with step(spark, run_id, "checks", level=logging.DEBUG):
         _check_before_writing(spark, config, command, run_id, stage2=stage2)
+        plan = None if replay is None else _replay(spark, config, replay)
     if command == "compare":
         with step(spark, run_id, "compare"):
             compared = compare_stage(spark, config, run_id)
@@ -159,7 +168,8 @@ def run_job(
     elif command == "report":
         outcome = RunOutcome(command, run_id)
     else:
-        outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over, wait=wait)
+        outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over, wait=wait,
+                                    replay=plan)
     if before_report is not None:
         before_report(outcome)
     return replace(outcome, report=_report(spark, config, command, run_id))
@@ -181,9 +191,17 @@ def _check_before_writing(spark: SparkSession, config: JobConfig, command: str, 
         report_dir(config)
 
 
+def _replay(spark: SparkSession, config: JobConfig, replay: str) -> Replay:
+    """The replay of run ``replay``: its inputs checked, and the YAML's contract the one it ran under."""
+    plan = replay_plan(spark, config, replay)
+    resolved_contract(config.contract, plan.contract_fingerprint)
+    return plan
+
+
 def _published_stages(
     spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool, take_over: bool,
     wait: dt.timedelta | None,
+    replay: Replay | None = None,
 ) -> RunOutcome:
     """Stage 1 (unless ``aggregate``) and stage 2 (if asked) inside the publishing bracket, the
     lease renewed before each step (its heartbeat beats meanwhile), then the rows of the closing
@@ -195,12 +213,13 @@ def _published_stages(
         if command != "aggregate":  # the lease was just taken: no check needed before stage 1
             lease.reached("score")
             with step(spark, run_id, "score"):
-                scored = score_stage(spark, config, run_id)
+                scored = score_stage(spark, config, run_id, replay=replay)
         if stage2:
             counts = scored.metadata_counts() if scored is not None else {}
             lease.renew("aggregate")
             with step(spark, run_id, "aggregate"):
-                aggregated = aggregate_stage(spark, config, run_id, row_counts=counts)
+                aggregated = aggregate_stage(spark, config, run_id, row_counts=counts,
+                                             inputs=scored.inputs if scored is not None else None)
             if config.output("trend") is not None:
                 lease.renew("trend")
                 with step(spark, run_id, "trend"):

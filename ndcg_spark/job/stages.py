@@ -20,6 +20,7 @@ from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
 from ndcg_spark.config.attributes import Attributes
+from ndcg_spark.job.lineage import InputRead, Replay, read_input, read_recorded
 from ndcg_spark.scoring.large import LARGE_REQUEST
 from ndcg_spark.scoring.score import score_requests
 from ndcg_spark.config.validation_spec import ValidationSpec
@@ -39,6 +40,8 @@ class StageResult:
     quarantine: Source | None = None
     #: the resolved validation handling, for run metadata
     validation: ValidationSpec | None = None
+    #: what was read, input by input (run metadata's ``inputs``: ndcg_spark.job.lineage)
+    inputs: tuple[InputRead, ...] = ()
 
     def metadata_counts(self) -> dict[str, int]:
         """The row accounting as flat counters for run metadata (``candidates.rows_read`` …)."""
@@ -52,8 +55,12 @@ class StageResult:
         return counts
 
 
-def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageResult:
+def score_stage(spark: SparkSession, config: JobConfig, run_id: str, *, replay: Replay | None = None) -> StageResult:
     """Stage 1: read the inputs, validate them, score every request, write the per-request table.
+
+    Each input is read as :func:`~ndcg_spark.job.lineage.read_input` pins it (a Delta or Iceberg
+    table at its current version), and what was read is returned (``inputs``); a ``replay`` reads
+    the inputs another run recorded instead, exactly as that run read them.
 
     Validation (:func:`~ndcg_spark.validation.validate.validate_inputs`) runs before scoring: a rule handled
     as ``error`` fails the run before anything is written; quarantined rows go to
@@ -64,7 +71,7 @@ def score_stage(spark: SparkSession, config: JobConfig, run_id: str) -> StageRes
         raise ContractError("outputs.per_request", "is required (a path or a table) to write stage 1")
     spec, quarantine_target = config.validation()
     with spark_errors_as_input_errors("stage 1"):
-        return _score_stage(spark, config, run_id, spec, quarantine_target)
+        return _score_stage(spark, config, run_id, spec, quarantine_target, replay)
 
 
 def _guarded(spec: ValidationSpec) -> bool:
@@ -74,30 +81,19 @@ def _guarded(spec: ValidationSpec) -> bool:
 
 
 def _score_stage(
-    spark: SparkSession, config: JobConfig, run_id: str, spec: ValidationSpec, quarantine_target: Source | None
+    spark: SparkSession, config: JobConfig, run_id: str, spec: ValidationSpec, quarantine_target: Source | None,
+    replay: Replay | None,
 ) -> StageResult:
     started = time.perf_counter()
     # under the trec_eval preset a TREC file reads as trec_eval reads it: fields past the format's ignored
     trailing = "ignore" if config.section("preset") == "trec_eval" else "refuse"
-    candidates = read_source(spark, config.candidates, "inputs.candidates", trailing_fields=trailing)
-    judgments = read_source(spark, config.judgments, "inputs.judgments", trailing_fields=trailing) if config.judgments else None
+    inputs, reads = _read_inputs(spark, config, replay, trailing)
     attrs = config.attributes
-    attributes = Attributes(
-        table=read_source(spark, attrs.source, "attributes") if attrs.source else None,
-        weight=attrs.weight,
-        default_weight=attrs.default_weight,
-        slices=attrs.slices,
-    )
-    validated = validate_inputs(
-        candidates,
-        judgments,
-        config.contract,
-        spec,
-        attributes=attributes,
-        system=config.system,
-        pool_version=config.pool_version,
-        run_id=run_id,
-    )
+    attributes = Attributes(table=inputs.get("attributes"), weight=attrs.weight, default_weight=attrs.default_weight,
+                            slices=attrs.slices)
+    validated = validate_inputs(inputs["inputs.candidates"], inputs.get("inputs.judgments"), config.contract, spec,
+                                attributes=attributes, system=config.system, pool_version=config.pool_version,
+                                run_id=run_id)
     cached: list[DataFrame] = []
     try:
         per_request = score_requests(
@@ -134,7 +130,29 @@ def _score_stage(
         accounting=validated.accounting,
         quarantine=quarantine_target,
         validation=spec,
+        inputs=reads,
     )
+
+
+def _read_inputs(
+    spark: SparkSession, config: JobConfig, replay: Replay | None, trailing_fields: str = "refuse"
+) -> tuple[dict[str, DataFrame], tuple[InputRead, ...]]:
+    """Stage 1's inputs by role (``inputs.candidates``, and ``inputs.judgments``, ``attributes`` when
+    configured), each pinned to what is recorded, or as ``replay``'s run read them; and what was read.
+    ``trailing_fields``: how a TREC file's lines with fields past the format's read (``read_source``)."""
+    sources = {"inputs.candidates": config.candidates, "inputs.judgments": config.judgments,
+               "attributes": config.attributes.source}
+    frames, reads = {}, []
+    for role, source in sources.items():
+        if source is None:
+            continue
+        if replay is not None:
+            recorded = replay.inputs[role]
+            frames[role], what = read_recorded(spark, recorded, replay.run_id, trailing_fields), recorded
+        else:
+            frames[role], what = read_input(spark, source, role, trailing_fields)
+        reads.append(what)
+    return frames, tuple(reads)
 
 
 def summarize_per_request(per_request: DataFrame) -> list[dict]:
@@ -203,7 +221,8 @@ def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[D
 
 
 def aggregate_stage(
-    spark: SparkSession, config: JobConfig, run_id: str, *, row_counts: dict[str, int] | None = None
+    spark: SparkSession, config: JobConfig, run_id: str, *, row_counts: dict[str, int] | None = None,
+    inputs: tuple[InputRead, ...] | None = None,
 ) -> AggregateResult:
     """Stage 2: read the per-request table of ``run_id`` -- nothing else -- and write the aggregate
     table, the audit table (if ``outputs.audit`` is set) and the run's run-metadata row.
@@ -213,7 +232,8 @@ def aggregate_stage(
     to the fingerprint stamped on the per-request rows (:func:`stage2_input`); if no resolution
     matches, the table was scored under another contract and the stage refuses (re-score the run,
     or aggregate with the YAML it was scored with). ``row_counts`` (e.g. stage 1's
-    ``candidates.rows_read``) are added to the metadata.
+    ``candidates.rows_read``) and ``inputs`` (what stage 1 read; None: not recorded) are added to
+    the metadata.
     """
     import datetime as dt
 
@@ -235,7 +255,8 @@ def aggregate_stage(
             write_run_partitioned(audit(written), targets["audit"])
             counts["audit"] = read_run(spark, targets["audit"], run_id).count()
         counts.update(row_counts or {})
-        meta = run_metadata(spark, run_id, contract=contract, spec=spec, row_counts=counts, created_at=created_at)
+        meta = run_metadata(spark, run_id, contract=contract, spec=spec, row_counts=counts, created_at=created_at,
+                            inputs=None if inputs is None else [i.as_row() for i in inputs])
         write_run_partitioned(meta.coalesce(1), targets["run_metadata"])
     return AggregateResult(
         run_id,

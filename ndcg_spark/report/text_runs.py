@@ -8,13 +8,19 @@ of them) as text (pure Python, no Spark).
 ...      "ended_at": t + dt.timedelta(minutes=4), "app_id": "app-20261201021300-0007", "host": "edge-1",
 ...      "reason": "stage 1: Spark could not read the input\\n(run again with --debug for the full trace)"},
 ...     {"run_id": "2026-11-30", "status": "complete", "attempt_id": None, "started_at": None,
-...      "ended_at": None, "app_id": None, "host": None, "reason": None},
+...      "ended_at": None, "app_id": None, "host": None, "reason": None,
+...      "inputs_changed": ["inputs.candidates (table lake.c): delta version 3 then, delta version 5 now"]},
+...     {"run_id": "2026-11-29", "status": "complete", "attempt_id": None, "started_at": None,
+...      "ended_at": None, "app_id": None, "host": None, "reason": None, "inputs_changed": []},
 ... ], "parquet /w/run_status"))
 runs in parquet /w/run_status, most recently written first:
 run                  status    attempt       started (UTC)     ended (UTC)       host          Spark application
 2026-12-01           failed    9f8e7d6c5b4a  2026-12-01 02:13  2026-12-01 02:17  edge-1        app-20261201021300-0007
   reason: stage 1: Spark could not read the input (run again with --debug for the full trace)
 2026-11-30           complete  -             -                 -                 -             -
+  inputs changed since it read them: inputs.candidates (table lake.c): delta version 3 then, delta version 5 now
+2026-11-29           complete  -             -                 -                 -             -
+  inputs: as it read them
 """
 
 from __future__ import annotations
@@ -34,8 +40,10 @@ def _cell(value: Any) -> str:
 
 
 def format_runs(rows: Sequence[Mapping[str, Any]], where: str, only: str | None = None) -> str:
-    """One line per run (its latest attempt), and the reason under a failed one; ``only``: the
-    status the rows were chosen by (``failed``), for the heading."""
+    """One line per run (its latest attempt), the reason under a failed one, and under a published
+    one whose inputs were recorded whether they changed since (a row's ``inputs_changed``: the
+    changed inputs, in words); ``only``: the status the rows were chosen by (``failed``), for the
+    heading."""
     kind = f"{only} runs" if only else "runs"
     if not rows:
         return f"no {kind[:-1]} in {where}"
@@ -56,6 +64,10 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, 
         lines.append(line([_cell(r.get(key)) for _, key, _ in columns]))
         if r.get("reason"):
             lines.append(f"  reason: {' '.join(str(r['reason']).split())}")
+        changed = r.get("inputs_changed")
+        if changed is not None:
+            lines.append(f"  inputs changed since it read them: {'; '.join(changed)}" if changed else
+                         "  inputs: as it read them")
     return lines
 
 
