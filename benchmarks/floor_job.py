@@ -77,6 +77,7 @@ def floor_per_request(candidates, attributes):
         F.lit("bench").alias("run_id"), F.lit("bench").alias("system"), F.lit("bench").alias("pool_version"),
         F.col("request_id").cast("string").alias("request_id"), "_k.k", "_k.dcg", "_k.idcg",
         F.when(~empty, F.col("_k.dcg") / F.col("_k.idcg")).alias("ndcg"), empty.alias("empty_ideal"),
+        F.lit(False).alias("no_results"),  # every request of the generated traffic has candidates
         "n_candidates", "n_judged", "n_positive", "_k.n_unjudged_in_top_k",
         F.lit(None).cast("double").alias("ndcg_unjudged_low"), F.lit(None).cast("double").alias("ndcg_unjudged_high"),
         F.coalesce(F.col("weight").cast("double"), F.lit(1.0)).alias("weight"), *SLICES,

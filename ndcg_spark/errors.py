@@ -323,7 +323,10 @@ def spark_errors_as_input_errors(what: str) -> Iterator[None]:
             raise InputError(f"{what}: {text} (run again with --debug for the full trace).") from exc
         from pyspark.errors import AnalysisException
 
-        kind = InputError if isinstance(exc, AnalysisException) else SparkFailure
+        # a plan Spark could not analyse, or a file of the input it could not read (a corrupt footer):
+        # the input, which a retry does not mend; else Spark failed running it, and a retry may succeed
+        unreadable = "FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER" in text or "is not a Parquet file" in text
+        kind = InputError if isinstance(exc, AnalysisException) or unreadable else SparkFailure
         raise kind(
             f"{what}: Spark could not process the input: {text}. Check the input tables and the columns "
             "named in the config (run again with --debug for the full trace)."

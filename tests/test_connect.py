@@ -79,7 +79,8 @@ def test_console_script_runs_a_night_over_a_local_connect_server(tmp_path):
     assert len(per_request) == 60 * 2 * 2  # requests x systems (bm25, hybrid) x K
     assert {str(r["run_id"]) for r in per_request} == {"c1"}
     assert all(r["ndcg"] is None or 0.0 <= r["ndcg"] <= 1.0 + EPS for r in per_request)
-    assert all((r["ndcg"] is None) == r["empty_ideal"] for r in per_request)
+    # no NDCG: an empty ideal, or a request hybrid returned nothing for (set aside under the default)
+    assert all((r["ndcg"] is None) == (r["empty_ideal"] or r["no_results"]) for r in per_request)
     overall = [r for r in pq.read_table(tmp_path / "out" / "aggregate").to_pylist() if r["slice_dimension"] == "overall"]
     assert sorted((r["system"], r["k"]) for r in overall) == [("bm25", 3), ("bm25", 10), ("hybrid", 3), ("hybrid", 10)]
     for row in overall:  # the macro mean is the mean of the per-request table's scores

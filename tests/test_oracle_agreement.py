@@ -64,7 +64,7 @@ IDEAL_FROM = ["candidates", "judgments"]
 UNJUDGED = ["zero", "exclude", "separate"]
 EMPTY_IDEAL = ["exclude", "zero"]
 
-COMPARED = ["request_id", "system", "k", "dcg", "idcg", "ndcg", "empty_ideal",
+COMPARED = ["request_id", "system", "k", "dcg", "idcg", "ndcg", "empty_ideal", "no_results",
             "n_candidates", "n_judged", "n_positive", "n_unjudged_in_top_k", "ndcg_unjudged_low", "ndcg_unjudged_high"]
 #: the generated grades run from 0 to 3: every contract of the grids declares that scale, so the
 #: unjudged bounds are compared with the oracle under every combination (a gain table declares it too)
@@ -383,14 +383,22 @@ def _close(a, b) -> bool:
 
 
 def mismatches(got_rows, expected: dict) -> list[str]:
-    """Every difference between Spark output rows and the oracle, as readable lines."""
-    got, dup = {}, []
+    """Every difference between Spark output rows and the oracle, as readable lines. A row flagged
+    ``no_results`` (a request of the night that system showed nothing for: the oracle scores only
+    shown lists) must be one the oracle has none for, with no candidates and DCG 0
+    (tests/test_no_results.py checks those rows against the rule)."""
+    got, dup, problems = {}, [], []
     for row in got_rows:
         key = (row["request_id"], row["system"], int(row["k"]))
+        fields = row.asDict() if hasattr(row, "asDict") else row
+        if fields.get("no_results"):
+            if key in expected or row["n_candidates"] != 0 or row["dcg"] != 0.0:
+                problems.append(f"a no_results row the oracle scores, or with candidates: {key}")
+            continue
         if key in got:
             dup.append(key)
         got[key] = row
-    problems = [f"duplicate output row {key}" for key in dup[:5]]
+    problems += [f"duplicate output row {key}" for key in dup[:5]]
     missing = sorted(set(expected) - set(got))
     extra = sorted(set(got) - set(expected))
     problems += [f"missing output row {key}" for key in missing[:5]]

@@ -55,7 +55,8 @@ def what_ifs(spark):
     def build(run):
         contract = Contract(k=KS, **choices(run[:4]))
         frame = cdf if run[3] == "position" else cdf.drop("position")
-        return score_requests(frame, jdf, contract, dense_plan=run[4], validate=False).select(*COMPARED)
+        return score_requests(frame, jdf, contract, dense_plan=run[4], validate=False).select(
+            *COMPARED, "no_results", "n_candidates", "dcg")  # a no-result row is checked apart (mismatches)
 
     collected = collect_concurrently(runs, build)
     yield {run: (collected[run], oracle.score_prepared(prepared, k=KS, **choices(run[:4]))) for run in runs}

@@ -63,8 +63,9 @@ T = TypeVar("T")
 def read_again_if_rewritten(read: Callable[[], T]) -> T:
     """``read()`` a small table another process rewrites now and then (an attempt's row, a run's
     status row): a file listed and then replaced under the read (gone, or its footer unreadable)
-    makes it read again, up to 3 times, half a second apart."""
-    for tries_left in (2, 1, 0):
+    makes it read again, up to 10 times, half a second apart (a loaded driver's read can span a
+    rewrite more than once; the tests beat every second)."""
+    for tries_left in range(9, -1, -1):
         try:
             return read()
         except Exception as exc:  # noqa: BLE001 - only a rewritten file is read again
