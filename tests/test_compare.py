@@ -583,7 +583,8 @@ def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spar
     # each category recounted from the per-request rows at K = 10: present (a row) and scoreable (an ideal)
     sides = {}
     for r in per_request.filter("k = 10 AND system IN ('bm25', 'hybrid')").collect():
-        sides.setdefault(r.request_id, {})[r.system] = not r.empty_ideal
+        if not r.no_results:  # a request the side returned nothing for is set aside (no_results: exclude): absent
+            sides.setdefault(r.request_id, {})[r.system] = not r.empty_ideal
     expected = {c: 0 for c in categories}
     for s in sides.values():
         base, cand = s.get("bm25"), s.get("hybrid")
@@ -596,7 +597,9 @@ def test_a_quarantined_request_is_left_out_of_both_sides_and_the_pool_guard(spar
         else:
             expected["n_neither"] += 1
     assert {c: row[c] for c in categories} == expected, row
-    assert expected["n_only_baseline_missing"] == 0  # the quarantined list is bm25's
+    # the quarantined list is bm25's: hybrid is only "missing" where it returned nothing (its timeouts)
+    timed_out = per_request.filter("k = 10 AND system = 'hybrid' AND no_results AND NOT empty_ideal").count()
+    assert expected["n_only_baseline_missing"] == timed_out
     assert sides[first.request_id].get("bm25") is None
 
 
