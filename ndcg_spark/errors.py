@@ -139,11 +139,9 @@ def missing_file(exc: BaseException) -> str | None:
     for cause in _chain(exc):
         if isinstance(cause, FileVanished):
             return cause.path
-        for text in _texts(cause):
-            for pattern in _MISSING_FILE:
-                found = pattern.search(text)
-                if found:
-                    return found.group(1)
+        found = _found(cause, _MISSING_FILE)
+        if found:
+            return found
     return None
 
 
@@ -156,9 +154,15 @@ def _chain(exc: BaseException | None) -> Iterator[BaseException]:
         exc = exc.__cause__ or exc.__context__
 
 
-def _texts(exc: BaseException) -> tuple[str, str]:
-    """What ``exc`` says: its text, and Spark's first line for it (empty when not Spark's)."""
-    return str(exc), describe_spark_error(exc) or ""
+def _found(exc: BaseException, patterns) -> str | None:
+    """The first group of the first of ``patterns`` found in what ``exc`` says: its text, then
+    Spark's first line for it."""
+    for text in (str(exc), describe_spark_error(exc) or ""):
+        for pattern in patterns:
+            found = pattern.search(text)
+            if found:
+                return found.group(1)
+    return None
 
 
 #: how Delta and Iceberg say that a commit lost to a concurrent one (their exception classes, and
@@ -181,12 +185,7 @@ def commit_conflict(exc: BaseException) -> str | None:
     >>> commit_conflict(ValueError("bad grade")) is None
     True
     """
-    for cause in _chain(exc):
-        for text in _texts(cause):
-            found = _COMMIT_CONFLICT.search(text)
-            if found:
-                return found.group(1)
-    return None
+    return next((found for cause in _chain(exc) if (found := _found(cause, (_COMMIT_CONFLICT,)))), None)
 
 
 def one_paragraph(exc: BaseException) -> str:

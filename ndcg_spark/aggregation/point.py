@@ -23,6 +23,7 @@ from ndcg_spark.errors import InputError
 from ndcg_spark.frames import collect_sorted
 from ndcg_spark.metrics.exact import FixedPoint
 from ndcg_spark.metrics.slices import roll_up
+from ndcg_spark.scoring.no_results import no_results_flag
 
 __all__ = [
     "DUPLICATE_REQUEST", "Groups", "check_one_row_per_request", "check_weights_and_ndcg", "means", "point_estimates",
@@ -82,8 +83,7 @@ def stage2_rows(per_request: DataFrame, spec: AggregateSpec) -> tuple[DataFrame,
         F.col("request_id").cast("string").alias("request_id"),
         F.col("ndcg").cast("double").alias("ndcg"),
         F.col("empty_ideal").cast("boolean").alias("empty_ideal"),
-        # a table written before requests without results had rows has none of them
-        (F.col("no_results").cast("boolean") if "no_results" in present else F.lit(False)).alias("no_results"),
+        no_results_flag(per_request).alias("no_results"),
         weight.alias("weight"),
         share.alias("unjudged"),
         *[(F.col(b).cast("double") if b in present else F.lit(None).cast("double")).alias(b) for b in BOUNDS],

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import CompareSpec, Side
 from ndcg_spark.errors import InputError
 from ndcg_spark.scoring.columns import PER_REQUEST_COLUMNS, STAMP_COLUMNS
+from ndcg_spark.scoring.no_results import no_results_flag
 
 __all__ = ["Sides", "describe_sides", "join_sides", "slice_columns"]
 
@@ -123,10 +124,8 @@ def _side_with_pool(
     per_request: DataFrame, pools: DataFrame, side: Side, pool_version: Any, prefix: str, slices: tuple[str, ...]
 ) -> DataFrame:
     """One side's rows joined to its pool summary, every column but the keys prefixed."""
-    # a table written before requests without results had rows has none of them
-    no_results = F.col("no_results") if "no_results" in per_request.columns else F.lit(False)
     rows = per_request.filter(_is_side(side)).select(
-        "request_id", "k", "dcg", "ndcg", "empty_ideal", no_results.alias("no_results"), "n_candidates", "n_positive",
+        "request_id", "k", "dcg", "ndcg", "empty_ideal", no_results_flag(per_request).alias("no_results"), "n_candidates", "n_positive",
         "weight",
         *[F.col(s).alias(f"slice_{i}") for i, s in enumerate(slices)],
     )

@@ -33,6 +33,7 @@ from ndcg_spark.frames import join_null_safe
 from ndcg_spark.guardrails.statistics import ARM, UNIT, Measure
 from ndcg_spark.scoring.columns import doc_id_tie_break
 from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
+from ndcg_spark.scoring.no_results import no_results_flag
 
 __all__ = ["offline_rows"]
 
@@ -76,8 +77,7 @@ def offline_rows(
     per_system = ranked.groupBy("system", "pool_version", "request_id").agg(*flags)
     # a request the system returned nothing for (a no_results row) has no first result -- its
     # first-result flags stay null: counted in n, not observed -- and its top K lacks everything
-    nothing = F.col("no_results") if "no_results" in per_request.columns else F.lit(False)
-    scored = per_request.select("system", "pool_version", "request_id", *slices, nothing.alias("_nothing"))
+    scored = per_request.select("system", "pool_version", "request_id", *slices, no_results_flag(per_request).alias("_nothing"))
     scored = scored.dropDuplicates(["system", "pool_version", "request_id"])
     rows = join_null_safe(scored, per_system, ("system", "pool_version", "request_id"), "left").select(
         F.col("system").alias(ARM), F.col("request_id").cast("string").alias(UNIT), *slices,

@@ -196,9 +196,10 @@ def stage2_plan(config: JobConfig) -> tuple[AggregateSpec, dict[str, Source | No
     return spec, targets
 
 
-def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[DataFrame, Contract, int]:
-    """The per-request rows of ``run_id``, the resolved contract they were scored under and their
-    count; an :class:`~ndcg_spark.errors.InputError` when the run has no rows or mixes contracts,
+def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[DataFrame, Contract, int, int]:
+    """The per-request rows of ``run_id``, the resolved contract they were scored under, their
+    count and their requests' (the night's population: every system has a row per request of it,
+    ``no_results`` when it returned nothing), from one job; an :class:`~ndcg_spark.errors.InputError` when the run has no rows or mixes contracts,
     a :class:`~ndcg_spark.errors.ContractError` when the YAML's contract did not produce them."""
     from ndcg_spark.errors import InputError
 
@@ -206,7 +207,9 @@ def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[D
         raise ContractError("outputs.per_request", "is required: stage 2 reads the run's per-request table")
     with spark_errors_as_input_errors("stage 2"):
         per_request = read_run(spark, config.per_request, run_id)
-        stamped = collect_sorted(per_request.groupBy("contract_fingerprint").count(), "contract_fingerprint")
+        counted = per_request.groupBy("contract_fingerprint").agg(
+            F.count(F.lit(1)).alias("count"), F.countDistinct("request_id").alias("requests"))
+        stamped = collect_sorted(counted, "contract_fingerprint")
     if not stamped:
         raise InputError(
             f"stage 2: run {run_id!r} has no rows in the per-request table ({config.per_request.describe()}); "
@@ -217,7 +220,7 @@ def stage2_input(spark: SparkSession, config: JobConfig, run_id: str) -> tuple[D
             f"stage 2: run {run_id!r} mixes contracts {', '.join(str(r[0]) for r in stamped)} in the per-request "
             "table; re-score the run so that one contract produced it"
         )
-    return per_request, resolved_contract(config.contract, stamped[0][0]), int(stamped[0][1])
+    return per_request, resolved_contract(config.contract, stamped[0][0]), int(stamped[0][1]), int(stamped[0][2])
 
 
 def aggregate_stage(
@@ -244,13 +247,11 @@ def aggregate_stage(
     spec, targets = stage2_plan(config)
     started = time.perf_counter()
     created_at = dt.datetime.now(dt.timezone.utc)
-    per_request, contract, n_per_request = stage2_input(spark, config, run_id)
+    per_request, contract, n_per_request, n_population = stage2_input(spark, config, run_id)
     with spark_errors_as_input_errors("stage 2"):
         write_run_partitioned(aggregate(per_request, spec, created_at=created_at), targets["aggregate"])
         written = read_run(spark, targets["aggregate"], run_id)
-        counts = {"per_request": n_per_request, "aggregate": written.count(),
-                  # the night's population: every system has a row per request of it (no_results)
-                  "population": per_request.select("request_id").distinct().count()}
+        counts = {"per_request": n_per_request, "aggregate": written.count(), "population": n_population}
         if targets["audit"] is not None:
             write_run_partitioned(audit(written), targets["audit"])
             counts["audit"] = read_run(spark, targets["audit"], run_id).count()

@@ -45,7 +45,13 @@ from ndcg_spark.metrics.dcg import dcg
 from ndcg_spark.scoring.columns import REQUEST_KEYS, metrics_columns
 from ndcg_spark.scoring.inputs import ideal_of_judgments, request_keys
 
-__all__ = ["population", "with_no_results"]
+__all__ = ["no_results_flag", "population", "with_no_results"]
+
+
+def no_results_flag(per_request: DataFrame) -> Column:
+    """A per-request table's ``no_results`` (boolean): false throughout in a table written before
+    requests a ranker returned nothing for had rows (none of them is in it)."""
+    return F.col("no_results").cast("boolean") if "no_results" in per_request.columns else F.lit(False)
 
 
 def population(candidates: DataFrame, judgments: DataFrame | None, attributes: Attributes,
