@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
@@ -164,8 +164,8 @@ def _sides(per_request: DataFrame, spec: JudgingSpec, baseline: Any, candidate: 
 
 def _chosen(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: Contract, budget: int) -> list[Row]:
     """The ``budget`` documents with the largest swing on the target, by the tie rule."""
-    slot = contract.k.index(target.k) + 1
-    graded = graded_rows(lists, contract).withColumn("at", F.transform("graded", lambda g: F.element_at(g, slot)))
+    at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
+    graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
     n_gains = len({gain for _, gain in scale_of(contract)})
     swings = target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
     ordered = swings.orderBy(F.col("swing").desc_nulls_last(), "request_id", "doc_id")

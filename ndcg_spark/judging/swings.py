@@ -17,6 +17,8 @@ whose tie groups change).
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -53,7 +55,8 @@ def _tie_aware(contract: Contract) -> bool:
     return contract.order == "score" and contract.ties == "average"
 
 
-def graded_rows(lists: DataFrame, contract: Contract) -> DataFrame:
+def graded_rows(lists: DataFrame, contract: Contract,
+                sides: tuple[tuple[str, str | None], ...] | None = None) -> DataFrame:
     """One row per request x system x document whose judgment can move that system's NDCG:
     ``system, pool_version, request_id, doc_id``, ``rank`` (1-based in this list; null when the
     system does not show it), ``now`` (the NDCG at every K of :attr:`Contract.k`, in order) and
@@ -61,10 +64,14 @@ def graded_rows(lists: DataFrame, contract: Contract) -> DataFrame:
     ascending). An NDCG is null when its ideal is empty, whatever ``empty_ideal`` says (the callers
     apply the policy).
 
-    ``lists``: :func:`~ndcg_spark.judging.lists.request_lists`.
+    ``lists``: :func:`~ndcg_spark.judging.lists.request_lists`; ``sides``: only these systems' lists
+    (each a system and pool version; None: every list). A plan grades only its target's lists, at its K.
     """
     gains = sorted({gain for _, gain in scale_of(contract)})
     rows = list_rows(lists, contract)
+    if sides is not None:
+        rows = rows.filter(reduce(lambda a, b: a | b, [(F.col("system") == system) & F.col("pool_version").eqNullSafe(
+            F.lit(pool)) for system, pool in sides]))
     rows = rows.withColumn("now", _ndcg_at_every_k(contract, *_ranked(contract, F.col("items"), None,
                                                                        F.col("judged_ideal")), None))
     rows = rows.select("system", "pool_version", "request_id", "items", "judged_ideal", "now",
@@ -92,15 +99,19 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
             it["doc_id"].alias("doc_id"), it["gain"].alias("gain"),
             F.size(F.filter(ranked, lambda y: y["o1"] < it["o1"])).alias("tie_start"),
             F.size(F.filter(ranked, lambda y: y["o1"] == it["o1"])).alias("tie_size")))
+    top = contract.max_k  # only the ideal's top K can count, with the document's gain put in its place
     if contract.ideal_from == "judgments":
-        return ranked, judged_ideal
+        return ranked, F.slice(judged_ideal, 1, top)
     others = ranked if doc is None else F.filter(ranked, lambda it: it["doc_id"] != doc)
-    return ranked, F.sort_array(F.transform(others, lambda it: F.coalesce(it["gain"], F.lit(0.0))), asc=False)
+    return ranked, F.slice(F.sort_array(F.transform(others, lambda it: F.coalesce(it["gain"], F.lit(0.0))), asc=False),
+                           1, top)
 
 
 def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: tuple[Column, Column] | None) -> Column:
     """The NDCG at every K of ``ranked`` with ``judged = (doc, gain)`` given that gain (None: as it
     is), over the ideal ``base`` with the gain added in its place (null: an empty ideal)."""
+    if not _tie_aware(contract):  # only the top K can count (a tie group below K can reach into it)
+        ranked = F.slice(ranked, 1, contract.max_k)
     if judged is None:
         shown, ideal = ranked, base
     else:
