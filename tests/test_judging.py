@@ -257,3 +257,17 @@ def test_a_comparison_plan_names_its_rankers(data):
     with pytest.raises(ContractError, match="compare.baseline"):
         judge_next(data["cdf"], data["jdf"], Contract(k=[3], max_grade=3), JudgingSpec(target="compare"),
                    candidate="B", validate=False)
+
+
+def test_a_request_the_system_returned_nothing_for_is_no_part_of_the_target(spark):
+    from ndcg_spark.judging.target import Target, target_rows, target_sums
+
+    schema = ("system string, pool_version string, k int, request_id string, weight double, ndcg double, "
+              "empty_ideal boolean, ndcg_unjudged_low double, ndcg_unjudged_high double, no_results boolean")
+    per_request = spark.createDataFrame([("hybrid", "p", 10, "q1", 1.0, 0.5, False, 0.4, 0.6, False),
+                                         ("hybrid", "p", 10, "q2", 1.0, None, True, None, None, True)], schema)
+    target = Target("aggregate", 10, "macro", (("hybrid", "p"),))
+    sums = target_sums(target_rows(per_request, target), target)
+    assert (sums.count, sums.spread_count) == (1.0, 1.0) and math.isclose(sums.spread, 0.2, abs_tol=TOL)
+    older = target_sums(target_rows(per_request.drop("no_results"), target), target)  # a table without the flag
+    assert older.spread_count == 2.0 and math.isclose(older.spread, 0.1, abs_tol=TOL)

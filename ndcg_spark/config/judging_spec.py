@@ -21,7 +21,7 @@ from ndcg_spark.config.checks import require_choice, require_int, require_mappin
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError
 
-__all__ = ["DEFAULT_BUDGET", "MEANS", "MILESTONES", "TARGETS", "JudgingSpec"]
+__all__ = ["DEFAULT_BUDGET", "MEANS", "MILESTONES", "TARGETS", "JudgingSpec", "describe_target"]
 
 #: what a plan settles: one system's mean NDCG, or the delta of two rankers
 TARGETS = ("aggregate", "compare")
@@ -31,6 +31,17 @@ MEANS = ("macro", "weighted")
 DEFAULT_BUDGET = 1000
 #: the plan lengths the report and the CLI summary state the settled spread at
 MILESTONES = (100, 500, 1000)
+
+
+def describe_target(kind: str, systems: list[str] | tuple[str, ...], mean: str, k: int) -> str:
+    """What a plan settles, in words.
+
+    >>> describe_target("aggregate", ["hybrid"], "macro", 10), describe_target("compare", ["hybrid", "bm25"], "weighted", 5)
+    ("hybrid's macro NDCG@10", 'the weighted delta hybrid - bm25 of NDCG@5')
+    """
+    if kind == "aggregate":
+        return f"{systems[0]}'s {mean} NDCG@{k}"
+    return f"the {mean} delta {systems[0]} - {systems[1]} of NDCG@{k}"
 
 
 @dataclass(frozen=True)

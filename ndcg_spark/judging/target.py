@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.compare_spec import Side
+from ndcg_spark.config.judging_spec import describe_target
 from ndcg_spark.errors import InputError
 from ndcg_spark.metrics.exact import FixedPoint
 
@@ -59,11 +60,8 @@ class Target:
         return cls(kind, k, mean, tuple(resolved))
 
     def describe(self) -> str:
-        """``hybrid's macro NDCG@10`` or ``the macro delta hybrid - bm25 at K=10``."""
-        names = [system for system, _ in self.sides]
-        if self.kind == "aggregate":
-            return f"{names[0]}'s {self.mean} NDCG@{self.k}"
-        return f"the {self.mean} delta {names[0]} - {names[1]} of NDCG@{self.k}"
+        """``hybrid's macro NDCG@10`` or ``the macro delta hybrid - bm25 of NDCG@10``."""
+        return describe_target(self.kind, [system for system, _ in self.sides], self.mean, self.k)
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,8 @@ def target_rows(per_request: DataFrame, target: Target) -> DataFrame:
     the per-request NDCG as stage 2 does (0 for an empty ideal under ``empty_ideal: zero``); a
     comparison pairs the requests with an ideal on both sides, as :func:`~ndcg_spark.compare` does.
     """
+    if "no_results" in per_request.columns:  # a request the system returned nothing for: no candidate to judge
+        per_request = per_request.filter(~F.coalesce(F.col("no_results"), F.lit(False)))
     sides = []
     for i, (system, pool) in enumerate(target.sides):
         rows = per_request.filter((F.col("system") == system) & F.col("pool_version").eqNullSafe(F.lit(pool))
