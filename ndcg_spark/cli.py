@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="start although the run-status table says another attempt is running this run (it is dead)")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
+    judge = with_config("judge-next", "what to judge next: the documents that settle the most of the unjudged spread")
+    judge.add_argument("--budget", type=int, help="documents to propose (default: the YAML's judging.budget, else 1000)")
+    judge.add_argument("--target", choices=("aggregate", "compare"), help="one system's mean, or the compare: pair's delta")
+    judge.add_argument("--k", type=int, help="the target's cutoff (default: judging.k, else the largest K)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
     trend.add_argument("--config", required=True, help="job YAML (see conf/)")
     window = trend.add_mutually_exclusive_group()
@@ -127,6 +131,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool) -> int:
     if args.command == "runs":
         return _runs(args, config, master_from_config)
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (config.run_id or default_run_id())
+    if args.command == "judge-next":
+        return _judge_next(args, config, run_id, master_from_config)
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config)
     # the stages' lines are printed as soon as the stages are done, before the report is written
     outcome = run_job(spark, config, args.command, run_id, before_report=lambda done: _print(_stage_lines(done)),
@@ -167,6 +173,21 @@ def _runs(args: argparse.Namespace, config, master_from_config: bool) -> int:
     only = FAILED if args.failed else None
     rows = recent_runs(spark, config.run_status(), last=args.last, only=only)
     print(format_runs(rows, config.run_status().describe(), only))
+    return 0
+
+
+def _judge_next(args: argparse.Namespace, config, run_id: str, master_from_config: bool) -> int:
+    from ndcg_spark.job.judging import judging_stage
+    from ndcg_spark.report.text_judging import format_judging
+
+    spec = config.judging_spec().narrowed(budget=args.budget, target=args.target, k=args.k)
+    spark = _session(config, f"ndcg-spark judge-next {run_id}", master_from_config)
+    done = judging_stage(spark, config, run_id, spec)
+    _print(format_judging(done.rows, done.target.describe(), done.seconds, [str(f) for f in done.files]))
+    if done.report is not None:
+        _print([f"report -> {done.report}; open {done.report.resolve().as_uri()} in a browser"])
+    elif done.report_note:
+        _print([f"report: not written ({done.report_note})"])
     return 0
 
 

@@ -489,6 +489,7 @@ WRITTEN = {
     "TREND_COLUMNS": "trend",
     "GUARDRAIL_COLUMNS": "guardrails",
     "RUN_STATUS_SCHEMA": "run_status",
+    "PLAN_COLUMNS": "judging_plan",
 }
 
 
@@ -538,7 +539,7 @@ def _column_names(dotted: str) -> list[str]:
 
 def test_every_documented_table_lists_the_codes_columns_in_order():
     tables = documented_tables()
-    assert len(tables) == 10, [t.heading for t in tables]
+    assert len(tables) == 11, [t.heading for t in tables]
     for table in tables:
         assert table.constants, f"{table.heading}: name the code's column list above the table"
         expected = [c for dotted in table.constants for c in _column_names(dotted)]

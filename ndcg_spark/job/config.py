@@ -20,6 +20,7 @@ import yaml
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.config.guardrail_spec import GuardrailSpec
+from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.report_spec import ReportSpec
@@ -55,10 +56,10 @@ def default_run_id(today: dt.date | None = None) -> str:
 #: ``publishing.stale_after_minutes`` when the YAML does not say: longer than any step of a night
 DEFAULT_STALE_AFTER_MINUTES = 360
 
-_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing")
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing", "judging")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "comparison", "quarantine", "trend",
-            "guardrails", "report_dir"}
+            "guardrails", "report_dir", "judging_plan", "judging_dir"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -311,6 +312,10 @@ class JobConfig:
     def trend_spec(self) -> TrendSpec:
         """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
         return TrendSpec.from_dict(self.section("trend"))
+
+    def judging_spec(self) -> JudgingSpec:
+        """The ``judging:`` section as a :class:`~ndcg_spark.config.judging_spec.JudgingSpec`."""
+        return JudgingSpec.from_dict(self.section("judging"))
 
     def guardrail_spec(self) -> GuardrailSpec | None:
         """The ``guardrails:`` section as a :class:`~ndcg_spark.config.guardrail_spec.GuardrailSpec`, or

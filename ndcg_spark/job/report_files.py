@@ -61,6 +61,7 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         run_metadata=written(config.output("run_metadata")),
         comparison=written(config.output("comparison")),
         guardrails=written(config.output("guardrails")),
+        judging=written(config.output("judging_plan")),
         run_status=written(config.run_status(), merge_schema=True),  # rows of older versions lack the reason
         trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),
