@@ -241,6 +241,21 @@ class JobConfig:
         base = self.section("base")
         return Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
 
+    def output_folder(self, name: str, default: str) -> Path:
+        """The local folder ``outputs.<name>`` (relative to the checkout like every path), default
+        ``<checkout>/<default>``: where the report's pages and the judges' files go.
+
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": {"report_dir": "r"}},
+        ...                     base=Path("/job")).output_folder("report_dir", "reports")
+        PosixPath('/job/r')
+        """
+        base = self.section("base")
+        value = (self.section("outputs") or {}).get(name, default)
+        if not isinstance(value, str) or not value or "://" in value:
+            raise ContractError(f"outputs.{name}", f"must be a local folder path, got {value!r}")
+        path = Path(value)
+        return path if path.is_absolute() or not base else Path(base) / path
+
     def writes_stage2(self) -> bool:
         """Whether ``run`` runs stage 2 too: the job has an aggregate table (``outputs.aggregate``)."""
         return bool((self.section("outputs") or {}).get("aggregate"))

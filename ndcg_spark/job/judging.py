@@ -54,12 +54,7 @@ class JudgingResult:
 
 def judging_dir(config: JobConfig) -> Path:
     """``outputs.judging_dir`` (relative to the checkout like every path), default ``<checkout>/judging``."""
-    base = config.section("base")
-    value = (config.section("outputs") or {}).get("judging_dir", "judging")
-    if not isinstance(value, str) or not value or "://" in value:
-        raise ContractError("outputs.judging_dir", f"must be a local folder path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or not base else Path(base) / path
+    return config.output_folder("judging_dir", "judging")
 
 
 def judging_stage(spark: SparkSession, config: JobConfig, run_id: str, spec: JudgingSpec) -> JudgingResult:

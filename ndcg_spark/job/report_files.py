@@ -31,12 +31,7 @@ def report_configured(config: JobConfig) -> bool:
 
 def report_dir(config: JobConfig) -> Path:
     """``outputs.report_dir`` (relative to the checkout like every path), default ``<checkout>/reports``."""
-    base = config.section("base")
-    value = (config.section("outputs") or {}).get("report_dir", "reports")
-    if not isinstance(value, str) or not value or "://" in value:
-        raise ContractError("outputs.report_dir", f"must be a local folder path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or not base else Path(base) / path
+    return config.output_folder("report_dir", "reports")
 
 
 def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> ReportSources:
