@@ -10,9 +10,9 @@
 * **Swings on a target** (:func:`ndcg_spark.judge_next`): each planned document's swing on one
   system's mean and on two rankers' delta, macro and weighted, recomputed from the oracle's
   per-request NDCGs with the mean's denominators taken afresh (a request can gain or lose an ideal).
-* **The spread that remains**: at each row, the target's unjudged spread once the rows so far are
-  judged, at its worst over every grading of them (each touched request's gradings enumerated and
-  scored by the oracle), and ``spread_now`` the oracle's spread.
+* **The spread**: ``spread_now``, the mean of the requests' unjudged ranges (every grading of
+  every unjudged document the target reaches, scored by the oracle: requests of at most 4), and at
+  each row the spread once the rows so far are judged, at its worst over every grading of them.
 * **The tie rule**: the plan is sorted by swing, then request id, then doc id, one row per document.
 """
 
@@ -24,6 +24,7 @@ import random
 from collections import defaultdict
 
 import pytest
+from pyspark.sql import functions as F
 
 from ndcg_spark import Attributes, Contract, JudgingSpec, judge_next, judging_swings, score_requests
 from ndcg_spark.errors import ContractError
@@ -180,18 +181,39 @@ def expected_target_swing(prepared, choices, sides, weights, request_id, doc, no
     return max(means) - min(means)
 
 
-def _what_if_distance(prepared, choices, sides, request_id, judged_now: dict) -> float:
-    """The request's what-if distance with ``judged_now`` added to its judgments (the oracle's what-ifs)."""
+def _open_docs(prepared, request_id: str, sides, ideal: str) -> list[str]:
+    """The unjudged documents whose grades can move the target: its sides' (any system's under ``judgments``)."""
+    groups, _ = prepared
+    lists = [c for (r, s), c in groups.items() if r == request_id and (ideal == "judgments" or s in sides)]
+    return sorted({c.doc_id for cands in lists for c in cands if c.grade is None})
+
+
+def _value(prepared, choices, sides, request_id, graded: dict) -> float:
+    """The request's term with ``graded`` judged: NDCG (0 without an ideal), or the difference (oracle)."""
     groups, judged = prepared
-    grades = {**judged.get(request_id, {}), **judged_now}
+    grades = {**judged.get(request_id, {}), **graded}
     total = 0.0
     for sign, system in zip((1, -1), sides):
         cands = [oracle.Candidate(c.doc_id, c.position, c.score, grades.get(c.doc_id))
                  for c in groups[(request_id, system)]]
-        s = oracle.score_request(cands, k=[choices["k"]], judged_grades=list(grades.values()), **{
-            n: v for n, v in choices.items() if n != "k"})[choices["k"]]
-        total += sign * ((s["ndcg_unjudged_high"] or 0.0) - (s["ndcg_unjudged_low"] or 0.0))
-    return abs(total)
+        s = oracle.score_request(cands, k=[choices["k"]], judged_grades=list(grades.values()), bounds=False, **{
+            n: v for n, v in choices.items() if n not in ("k", "max_grade")})[choices["k"]]
+        total += sign * (s["ndcg"] or 0.0)
+    return total
+
+
+def _every_grading(prepared, choices, sides, request_id) -> tuple[list[str], dict[tuple, float]]:
+    docs = _open_docs(prepared, request_id, sides, choices["ideal_from"])
+    return docs, {combo: _value(prepared, choices, sides, request_id, dict(zip(docs, combo)))
+                  for combo in itertools.product(_scale(choices), repeat=len(docs))}
+
+
+def _worst(docs, values, planned) -> float:
+    at = [docs.index(d) for d in planned]
+    ranges: dict[tuple, list[float]] = defaultdict(list)
+    for combo, value in values.items():
+        ranges[tuple(combo[i] for i in at)].append(value)
+    return max(max(v) - min(v) for v in ranges.values())
 
 
 TARGETS = [
@@ -200,6 +222,8 @@ TARGETS = [
     (("table", "judgments", "zero", "position"), "aggregate", "weighted"),
     (("binary", "candidates", "exclude", "position"), "compare", "macro"),
 ]
+#: the most unjudged documents a request of the plan test may have (every grading is enumerated)
+MAX_OPEN = 4
 
 
 @pytest.mark.parametrize("case, kind, mean", TARGETS, ids=[f"{t[1]}-{t[2]}-{t[0][0]}" for t in TARGETS])
@@ -207,43 +231,42 @@ def test_the_plan_ranks_by_the_swing_on_its_target_and_states_the_worst_remainin
     choices = _choices(*case[:4], empty="zero" if case[2] == "zero" else "exclude")
     k = 3
     contract = Contract(k=KS, **choices)
-    frame = data["cdf"]
     sides = ("A",) if kind == "aggregate" else ("B", "A")
-    attributes = Attributes(table=data["wdf"], weight="weight")
-    spec = JudgingSpec(target=kind, budget=60, k=k, mean=mean, system="A" if kind == "aggregate" else None)
-    rankers = {"candidate": "B", "baseline": "A"} if kind == "compare" else {}
-    plan = judge_next(frame, data["jdf"], contract, spec, attributes=attributes, validate=False,
-                      **rankers).orderBy("plan_rank").collect()
     prepared = data["prepared"]
+    small = sorted({r for r, _ in prepared[0]
+                    if len(_open_docs(prepared, r, sides, choices["ideal_from"])) <= MAX_OPEN})
+    keep = F.col("request_id").isin(small)
+    prepared = ({key: c for key, c in prepared[0].items() if key[0] in small}, prepared[1])
+    attributes = Attributes(table=data["wdf"], weight="weight")
+    spec = JudgingSpec(target=kind, budget=40, k=k, mean=mean, system="A" if kind == "aggregate" else None)
+    rankers = {"candidate": "B", "baseline": "A"} if kind == "compare" else {}
+    plan = judge_next(data["cdf"].filter(keep), data["jdf"].filter(keep), contract, spec, attributes=attributes,
+                      validate=False, **rankers).orderBy("plan_rank").collect()
     choices = {**choices, "k": k}
     weights = data["weights"] if mean == "weighted" else defaultdict(lambda: 1.0)
     now = _target_values(prepared, choices, sides)
-    assert len(plan) == 60 and [r.plan_rank for r in plan] == list(range(1, 61))
-    assert len({(r.request_id, r.doc_id) for r in plan}) == 60
+    assert 20 <= len(plan) <= 40 and [r.plan_rank for r in plan] == list(range(1, len(plan) + 1))
+    assert len({(r.request_id, r.doc_id) for r in plan}) == len(plan)
     assert [(-r.swing, r.request_id, r.doc_id) for r in plan] == sorted((-r.swing, r.request_id, r.doc_id) for r in plan)
     for row in plan:
         want = expected_target_swing(prepared, choices, sides, weights, row.request_id, row.doc_id, now)
         assert math.isclose(row.swing, want, abs_tol=TOL), (row.request_id, row.doc_id, row.swing, want)
-    assert plan[0].swing > plan[-1].swing > 0
+    assert plan[0].swing > plan[-1].swing
 
-    distance = {r: _what_if_distance(prepared, choices, sides, r, {}) for r in now}
-    spread_total = sum(weights[r] * d for r, d in distance.items())
-    spread_count = sum(weights[r] for r in distance)
+    gradings = {r: _every_grading(prepared, choices, sides, r) for r in now}
+    ranges = {r: max(v.values()) - min(v.values()) for r, (_, v) in gradings.items()}
+    spread_total = sum(weights[r] * d for r, d in ranges.items())
+    spread_count = sum(weights[r] for r in ranges)
     assert math.isclose(plan[0].spread_now, spread_total / spread_count, abs_tol=TOL)
     planned: dict[str, list[str]] = defaultdict(list)
     worst: dict[str, float] = {}
-    checked = 0
     for row in plan:
-        docs = planned[row.request_id]
-        docs.append(row.doc_id)
-        if len(docs) > 4:
-            break
-        worst[row.request_id] = max(_what_if_distance(prepared, choices, sides, row.request_id, dict(zip(docs, grading)))
-                                    for grading in itertools.product(_scale(choices), repeat=len(docs)))
-        total = spread_total + sum(weights[r] * (worst[r] - distance[r]) for r in worst)
-        assert math.isclose(row.spread_remaining, max(total / spread_count, 0.0), abs_tol=TOL), row.plan_rank
-        checked += 1
-    assert checked >= 10
+        planned[row.request_id].append(row.doc_id)
+        docs, values = gradings[row.request_id]
+        worst[row.request_id] = _worst(docs, values, planned[row.request_id])
+        total = spread_total + sum(weights[r] * (worst[r] - ranges[r]) for r in worst)
+        assert math.isclose(row.spread_remaining, total / spread_count, abs_tol=TOL), row.plan_rank
+    assert plan[-1].spread_remaining < plan[0].spread_now
 
 
 def test_a_plan_needs_the_judging_scale(data):
@@ -267,7 +290,8 @@ def test_a_request_the_system_returned_nothing_for_is_no_part_of_the_target(spar
     per_request = spark.createDataFrame([("hybrid", "p", 10, "q1", 1.0, 0.5, False, 0.4, 0.6, False),
                                          ("hybrid", "p", 10, "q2", 1.0, None, True, None, None, True)], schema)
     target = Target("aggregate", 10, "macro", (("hybrid", "p"),))
-    sums = target_sums(target_rows(per_request, target), target)
+    ranges = spark.createDataFrame([("q1", 0.2)], "request_id string, range double")  # q2 has no list
+    sums = target_sums(target_rows(per_request, target, ranges), target)
     assert (sums.count, sums.spread_count) == (1.0, 1.0) and math.isclose(sums.spread, 0.2, abs_tol=TOL)
-    older = target_sums(target_rows(per_request.drop("no_results"), target), target)  # a table without the flag
+    older = target_sums(target_rows(per_request.drop("no_results"), target, ranges), target)  # a table without the flag
     assert older.spread_count == 2.0 and math.isclose(older.spread, 0.1, abs_tol=TOL)

@@ -5,8 +5,8 @@ are judged -- at its worst over every grading of them (docs/judging.md says why 
 can be met by every grading). Here the sample night (the embedded generator, conf/local.yaml's
 contract) is planned, the planned documents get grades from a known generator (seeded, the scale's
 grades at the sample's own proportions), the grades are added to the judgments and the night is
-scored again by ``score_requests``; the re-run's spread (:func:`ndcg_spark.judging.target.target_spread`
-of its per-request table) must
+scored again by ``score_requests``; the re-run's spread (:func:`ndcg_spark.judging.target.target_spread`:
+the mean of its requests' unjudged ranges, from its per-request table and its lists) must
 
 * lie at or below the plan's ``spread_remaining`` at that row, for every prefix tried;
 * equal it when every planned document gets its ``worst_case_grade``;
@@ -23,7 +23,11 @@ import pytest
 
 from ndcg_spark import Attributes, Contract, JudgingSpec, judge_next, score_requests
 from ndcg_spark.config.compare_spec import Side
+from ndcg_spark.judging.lists import request_lists
+from ndcg_spark.judging.spread import Scale
+from ndcg_spark.judging.swings import scale_of, tie_aware
 from ndcg_spark.judging.target import Target, target_spread
+from ndcg_spark.scoring.score import scoring_rows
 from ndcg_spark.sample.generate import generate
 
 ROOT_CONTRACT = "conf/local.yaml"
@@ -51,9 +55,12 @@ def rerun_spread(spark, night, plan_rows, grades: dict, target: Target) -> float
     extra = spark.createDataFrame([(r, d, float(g)) for (r, d), g in grades.items()],
                                   "request_id string, doc_id string, grade double")
     judged = night["judgments"].unionByName(extra)
-    per_request = score_requests(night["candidates"], judged, night["contract"], attributes=night["attributes"],
+    contract = night["contract"].resolve(night["candidates"].columns)
+    per_request = score_requests(night["candidates"], judged, contract, attributes=night["attributes"],
                                  validate=False)
-    return target_spread(per_request, target)
+    lists = request_lists(scoring_rows(night["candidates"], judged, contract, None, None, integer_ids=False),
+                          judged, contract)
+    return target_spread(per_request, lists, target, Scale.of(scale_of(contract), target.k), tie_aware(contract))
 
 
 def drawn(plan_rows, seed: int) -> dict:
@@ -82,7 +89,9 @@ def test_judged_as_planned_the_rerun_spread_is_within_the_plan_and_meets_its_wor
         assert after <= prefix[-1].spread_remaining + TOL, (rows, after, prefix[-1].spread_remaining)
     worst = {(r.request_id, r.doc_id): r.worst_case_grade for r in plan}
     assert math.isclose(rerun_spread(spark, night, plan, worst, target), plan[-1].spread_remaining, abs_tol=TOL)
-    assert plan[-1].spread_remaining < plan[0].spread_now  # the plan does settle some of it
+    remaining = [r.spread_remaining for r in plan]
+    assert all(a >= b - TOL for a, b in zip(remaining, remaining[1:]))  # each judgment can only narrow it
+    assert remaining[-1] < 0.9 * plan[0].spread_now  # the plan does settle some of it
     # a smaller budget is the same plan's head, with the grades that leave the most of *its* spread
     head = judge_next(night["candidates"], night["judgments"], night["contract"], spec.narrowed(budget=30),
                       attributes=night["attributes"], validate=False).orderBy("plan_rank").collect()

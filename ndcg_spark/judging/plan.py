@@ -3,16 +3,20 @@
 The plan is the ``budget`` unjudged documents with the largest swing on the target
 (:mod:`ndcg_spark.judging.target`), one row per (request, document) -- one judgment serves every
 ranker that shows it -- ranked by swing, then request id, then doc id (the tie rule: the same
-inputs give the same plan). Each row states the target's unjudged spread that remains once the
-plan's documents up to it are judged: **the most any grading of them can leave**, computed per
-request over every grade each document can get (:func:`~ndcg_spark.judging.spread.worst_case`),
-with the grade per document that leaves it and whether every grading leaves the same
-(``remaining_exact``). docs/judging.md says why the remaining spread cannot be stated as one number
-the judges' grades will meet, and what the re-run then provably gives.
+inputs give the same plan). The target's **unjudged spread** is the mean of its requests'
+unjudged ranges (how far every grading of their unjudged documents can move them:
+:mod:`ndcg_spark.judging.spread`); each row states the spread that remains once the plan's
+documents up to it are judged: **the most any grading of them can leave**, computed per request
+over every grade each document can get (:func:`~ndcg_spark.judging.spread.worst_case`), with the
+grade per document that leaves it and whether every grading leaves the same
+(``remaining_exact``). It never exceeds the spread now, and a request whose every unjudged
+document is planned leaves nothing. docs/judging.md says why it cannot be stated as one number the
+judges' grades will meet, and what the re-run then provably gives.
 
 Cost: the scoring (or a given per-request table), one more pass over the inputs (each request's
-lists, collected once: :mod:`ndcg_spark.judging.lists`), a sort of the swings for the top
-``budget``, and on the driver the lists of the requests the plan reaches.
+lists, collected once: :mod:`ndcg_spark.judging.lists`; each request's range computed from them
+by a Python function on the executors), a sort of the swings for the top ``budget``, and on the
+driver the lists of the requests the plan reaches.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
-from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settled, worst_case
-from ndcg_spark.judging.swings import graded_rows, scale_of
-from ndcg_spark.judging.target import Target, target_rows, target_sums, target_swings
+from ndcg_spark.judging.spread import RequestLists, Scale, worst_case
+from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
+from ndcg_spark.judging.target import Target, request_lists_of, request_ranges, target_rows, target_sums, target_swings
 from ndcg_spark.scoring.score import score_requests, scoring_rows
 from ndcg_spark.validation.shell_check import shell_check
 
@@ -103,8 +107,8 @@ def judge_next(
     +---------+----------+------+------+------+---------+---------------+
     |plan_rank|request_id|doc_id| swing|   now|remaining|remaining_exact|
     +---------+----------+------+------+------+---------+---------------+
-    |        1|        q1|     c|0.2051|0.1259|   0.1451|          false|
-    |        2|        q1|     b|0.1451|0.1259|      0.0|           true|
+    |        1|        q1|     c|0.2051|0.2051|   0.1451|          false|
+    |        2|        q1|     b|0.1451|0.2051|      0.0|           true|
     +---------+----------+------+------+------+---------+---------------+
     <BLANKLINE>
     """
@@ -126,12 +130,14 @@ def judge_next(
                                              cache_handles=handles)
             scored = _kept(persist_coalesced(per_request), handles)
             target = Target.resolve(scored, spec.target, k, spec.mean, _sides(scored, spec, baseline, candidate))
-            rows = target_rows(scored, target)
-            sums = target_sums(rows, target)
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
             lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
+            scale = Scale.of(grade_gains, k)
+            ranges = request_ranges(lists, target, scale, tie_aware(contract))
+            rows = _kept(persist_coalesced(target_rows(scored, target, ranges)), handles)
+            sums = target_sums(rows, target)
             chosen = _chosen(lists, rows, target, sums, contract, spec.budget)
-            plan = _remaining(chosen, lists, rows, target, sums, Scale.of(grade_gains, k), contract)
+            plan = _remaining(chosen, lists, rows, target, sums, scale, contract)
         finally:
             for df in handles:
                 df.unpersist()
@@ -186,7 +192,7 @@ def _remaining(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Tar
                contract: Contract) -> list[tuple]:
     """The plan's rows (from ``plan_rank`` to ``worst_case_grade``): the spread that remains after
     each, computed from the lists of the requests the plan reaches."""
-    touched = _touched(chosen, lists, rows, target, scale, contract)
+    touched = _touched(chosen, lists, rows, target, contract)
     delta: dict[str, float] = {}
     grades: dict[tuple[str, str], float] = {}
     open_requests: set[str] = set()
@@ -194,17 +200,17 @@ def _remaining(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Tar
     for rank, row in enumerate(chosen, start=1):
         request = touched[row.request_id]
         request.planned.append(row.doc_id)
-        worst, given = worst_case(request.lists, scale, request.planned)
+        worst, given, exact = worst_case(request.lists, scale, request.planned)
         delta[row.request_id] = request.weight * (worst - request.distance)
         grades.update({(row.request_id, d): g for d, g in given.items()})
-        (open_requests.discard if settled(request.lists, request.planned) else open_requests.add)(row.request_id)
+        (open_requests.discard if exact else open_requests.add)(row.request_id)
         remaining = (sums.spread_total + math.fsum(delta.values())) / sums.spread_count if sums.spread_count else 0.0
         out.append([rank, row.request_id, row.doc_id, [tuple(s) for s in row.shown_by], row.swing, sums.spread,
                     max(remaining, 0.0), not open_requests])
     return [(*r, grades[(r[1], r[2])]) for r in out]
 
 
-def _touched(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target, scale: Scale,
+def _touched(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target,
              contract: Contract) -> dict[str, _Touched]:
     """The requests of ``chosen``: their lists (collected) and what the target rows say of them now."""
     ids = sorted({r.request_id for r in chosen})
@@ -213,20 +219,10 @@ def _touched(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Targe
     keys = lists.sparkSession.createDataFrame([(i,) for i in ids], "request_id string")
     collected = {r.request_id: r for r in lists.join(F.broadcast(keys), "request_id").collect()}
     now = {r.request_id: r for r in rows.join(F.broadcast(keys), "request_id").collect()}
-    tie_aware = contract.order == "score" and contract.ties == "average"
     out = {}
     for request_id in ids:
-        row = collected[request_id]
-        shown = []
-        for system, pool in target.sides:
-            items = next(entry["items"] for entry in row["lists"]
-                         if entry["system"] == system and entry["pool_version"] == pool)
-            weights = discounts(len(items), target.k, [it["o1"] for it in items] if tie_aware else None)
-            shown.append(tuple(Shown(it["doc_id"], it["gain"] if it["judged"] else None, w)
-                               for it, w in zip(items, weights)))
-        judged = None if row["judged_ideal"] is None else tuple(row["judged_ideal"])
-        out[request_id] = _Touched(RequestLists(request_id, tuple(shown), judged), now[request_id]["weight"],
-                                   now[request_id]["dist"], [])
-    if len(out) != len(ids):
-        raise InputError("judging: the plan's requests are missing from the lists")
+        request = request_lists_of(collected[request_id], target, tie_aware(contract)) if request_id in collected else None
+        if request is None or request_id not in now:
+            raise InputError(f"judging: the plan's request {request_id!r} is missing from the lists")
+        out[request_id] = _Touched(request, now[request_id]["weight"], now[request_id]["dist"], [])
     return out

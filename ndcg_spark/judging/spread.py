@@ -1,38 +1,48 @@
-"""The unjudged spread of one request, and the most of it a set of judgments can leave (pure Python).
+"""The unjudged spread of one request: how far its unjudged documents can move it, and how much of
+that a set of judgments can leave (pure Python).
 
-A request's **what-if distance** on a target is how far apart its two unjudged what-ifs lie
-(``ndcg_unjudged_high`` and ``_low``: every unjudged candidate of a list judged at the highest,
-or the lowest grade of the scale; :mod:`ndcg_spark.scoring`): ``|high - low|`` for one system's
-mean, ``|(high - low) of the candidate - (high - low) of the baseline|`` for a comparison's
-delta. A what-if without an ideal counts 0 here (judging can give the request an NDCG where it
-had none). The target's **unjudged spread** is the mean of its requests' distances
+A request's value on a target is its NDCG at the target's K (one system's mean) or the difference
+of two (a comparison's delta, candidate first); without an ideal a side counts 0 here (judging can
+give the request an NDCG where it had none). Its **unjudged range** is ``max - min`` of that value
+over **every grading** of its unjudged documents -- each at any grade of the declared scale: the
+documents its lists show, and under ``ideal_from: judgments`` every other unjudged document of the
+request (judged, one enters the ideal of every list). The range contains every NDCG the judges can
+make of the request, so it only shrinks as documents are judged, and is 0 once none is left. (The
+what-ifs ``ndcg_unjudged_low`` / ``_high`` are two of those gradings, not its ends: a grade enters
+the ideal too, so every unjudged document judged at the top grade can score *lower* than every one
+at the lowest.) The target's **unjudged spread** is the mean of its requests' ranges
 (:mod:`ndcg_spark.judging.target`).
 
-Once some of a request's unjudged documents are judged, its distance depends on the grades they
-get: a grade enters the ideal, and NDCG is not monotone in one grade. :func:`worst_case` gives the
-largest distance any grading of them can leave, exactly, and a grading that leaves it:
+Exact, without the ``S^m`` gradings:
 
-* the what-ifs judge every document, so each list's DCG is *linear* in the judged gains (an item
-  weighs its discount: ``1/log2(rank + 1)`` within K, or its tie group's average under
-  ``ties: average``), while the ideals depend only on *which* gains were given, not to whom;
-* so for each multiset of gains (per group of documents that enter the same lists' ideals) the
-  distance is ``|Y + b|`` with ``Y`` linear in the assignment, largest at one of the two
-  assignments the rearrangement inequality gives (gains sorted against the coefficients, one way
-  or the other): every grading is covered by enumerating multisets, not the ``S^m`` gradings.
+* a list's DCG is *linear* in the gains given (a document weighs its discount: ``1/log2(rank + 1)``
+  within K, its tie group's average under ``ties: average``, 0 below K), and a list's ideal depends
+  only on *which* gains were given, not to whom -- so for each multiset of gains per group of
+  documents that enter the same lists' ideals, the value is linear in the assignment, and its
+  largest and smallest are the two assignments of the rearrangement inequality (gains sorted with,
+  or against, the coefficients);
+* a document that no list counts within K moves only ideals: a group of them entering one ideal
+  (or lists that share one, ``ideal_from: judgments``) moves the value monotonically, so all at the
+  lowest gain or all at the highest covers it; otherwise only its top K gains matter (multisets of
+  at most K).
 
-``tests/test_judging.py`` checks both against every grading of small requests, scored by the
-plain-Python oracle.
+:func:`worst_case` gives the largest range a set of judgments can leave: the maximum over every
+grading of the planned documents (those the lists count: every grade each; the others: every
+multiset) of the range of the rest.
+
+``tests/test_judging_spread.py`` checks both against every grading of small requests, scored by
+the plain-Python oracle.
 
 >>> scale = Scale.of([(0.0, 0.0), (1.0, 1.0), (2.0, 3.0), (3.0, 7.0)], k=3)  # exponential, grades 0..3
 >>> shown = tuple(Shown(d, g, w) for d, g, w in zip("abc", (3.0, None, None), discounts(3, 3)))
 >>> request = RequestLists("q1", (shown,), None)  # a judged (gain 3), b and c unjudged
->>> round(what_if_distance(request, scale, {}), 4)  # NDCG@3 1.0 with b, c at grade 0; 0.8452 at grade 3
-0.1548
->>> value, grades = worst_case(request, scale, ["b"])
->>> round(value, 4), grades  # b judged 0 leaves c further apart than b and c were
-(0.2691, {'b': 0.0})
->>> worst_case(request, scale, ["b", "c"])[0]  # nothing left unjudged: whatever the grades, no spread
-0.0
+>>> [round(v, 4) for v in value_range(request, scale)]  # b at grade 0 and c at 3: 0.7309; b, c at 0: 1.0
+[0.7309, 1.0]
+>>> value, grades, exact = worst_case(request, scale, ["b"])
+>>> round(value, 4), grades, exact  # b judged 0 leaves all that room; judged 3, c moves it 0.834 .. 0.858
+(0.2691, {'b': 0.0}, False)
+>>> worst_case(request, scale, ["b", "c"])  # nothing left unjudged: whatever the grades, no range
+(0.0, {'b': 0.0, 'c': 0.0}, True)
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["RequestLists", "Scale", "Shown", "discounts", "idcg", "settled", "what_if_distance", "worst_case"]
+__all__ = ["RequestLists", "Scale", "Shown", "discounts", "idcg", "value_range", "worst_case"]
 
 
 @dataclass(frozen=True)
@@ -58,32 +68,34 @@ class Shown:
 
 @dataclass(frozen=True)
 class RequestLists:
-    """One request as a target's what-ifs see it: one list per system of the target (the
-    target's order: the candidate's first for a comparison) and, under ``ideal_from: judgments``,
-    the gains of every judged document of the request (None under ``ideal_from: candidates``)."""
+    """One request as a target sees it: one list per system of the target (the target's order: the
+    candidate's first for a comparison); under ``ideal_from: judgments`` the gains of every judged
+    document of the request and ``others``, its unjudged documents no list of the target shows
+    (judged, they enter every list's ideal); under ``ideal_from: candidates`` ``judged_gains`` is
+    None (each list's ideal is its own candidates')."""
 
     request_id: str
     lists: tuple[tuple[Shown, ...], ...]
     judged_gains: tuple[float, ...] | None
+    others: tuple[str, ...] = ()
 
     def signs(self) -> tuple[int, ...]:
         """Each list's sign in the target: ``+1`` for the first, ``-1`` for a second (the baseline)."""
         return tuple(1 if i == 0 else -1 for i in range(len(self.lists)))
 
     def unjudged(self) -> tuple[str, ...]:
-        """The request's unjudged documents in these lists, in order of appearance."""
-        return tuple(dict.fromkeys(s.doc_id for shown in self.lists for s in shown if s.gain is None))
+        """The request's unjudged documents that can move the target, in order of appearance."""
+        return tuple(dict.fromkeys([s.doc_id for shown in self.lists for s in shown if s.gain is None]
+                                   + list(self.others)))
 
 
 @dataclass(frozen=True)
 class Scale:
-    """The declared scale as the what-ifs use it: each distinct gain with the lowest grade that
-    gives it, the gains of the lowest and the highest grade, and the cutoff."""
+    """The declared scale as the spread uses it: each distinct gain with the lowest grade that
+    gives it (ascending by grade), and the cutoff."""
 
     #: ``((grade, gain), ...)``: one per distinct gain, the lowest grade giving it
     grades: tuple[tuple[float, float], ...]
-    low: float
-    high: float
     k: int
 
     @classmethod
@@ -92,7 +104,7 @@ class Scale:
         first: dict[float, float] = {}
         for grade, gain in grade_gains:
             first.setdefault(gain, grade)
-        return cls(tuple(sorted((g, v) for v, g in first.items())), grade_gains[0][1], grade_gains[-1][1], k)
+        return cls(tuple(sorted((g, v) for v, g in first.items())), k)
 
     @property
     def gains(self) -> tuple[float, ...]:
@@ -133,146 +145,158 @@ def idcg(gains: Iterable[float], k: int) -> float:
     return sum(g / math.log2(p + 2.0) for p, g in enumerate(ranked) if g != 0.0)
 
 
-def _ratio(numerator: float, ideal: float) -> float:
-    """A what-if's NDCG; one without an ideal counts 0."""
-    return numerator / ideal if ideal > 0 else 0.0
+def value_range(request: RequestLists, scale: Scale, judged: Mapping[str, float] | None = None) -> tuple[float, float]:
+    """The smallest and the largest value of the request on its target over every grading of its
+    unjudged documents, once those of ``judged`` have those gains (exact; see the module docstring)."""
+    problem = _Problem.of(request, scale, judged or {})
+    return problem.low, problem.high
 
 
-def what_if_distance(request: RequestLists, scale: Scale, judged: Mapping[str, float]) -> float:
-    """The request's what-if distance once the documents of ``judged`` get those gains (the rest of
-    its unjudged stay unjudged): ``|sum over lists of sign * (high - low)|``."""
-    total = 0.0
-    for sign, shown in zip(request.signs(), request.lists):
-        given = {s.doc_id: judged[s.doc_id] for s in shown if s.gain is None and s.doc_id in judged}
-        if request.judged_gains is None:
-            fixed = [s.gain for s in shown if s.gain is not None] + list(given.values())
-        else:
-            fixed = list(request.judged_gains) + list(judged.values())
-        n_left = sum(1 for s in shown if s.gain is None and s.doc_id not in judged)
-        spread = []
-        for value in (scale.low, scale.high):
-            dcg = sum(_gain(s, given, value) * s.discount for s in shown)
-            spread.append(_ratio(dcg, idcg(fixed + [value] * min(n_left, scale.k), scale.k)))
-        total += sign * (spread[1] - spread[0])
-    return abs(total)
+def worst_case(request: RequestLists, scale: Scale, planned: Sequence[str]) -> tuple[float, dict[str, float], bool]:
+    """The largest unjudged range the request can have once ``planned`` (some of its unjudged
+    documents) are judged, over every grade each can get; a grade per document that leaves it
+    (deterministic: the first found in a fixed order); and whether every grading leaves the same.
 
-
-def _gain(shown: Shown, given: Mapping[str, float], value: float) -> float:
-    if shown.gain is not None:
-        return shown.gain
-    return given.get(shown.doc_id, value)
-
-
-def settled(request: RequestLists, planned: Iterable[str]) -> bool:
-    """Whether judging ``planned`` leaves the request's distance the same whatever the grades: every
-    list a planned document reaches (shown in it, or entering its ideal) has nothing left unjudged,
-    so its two what-ifs are one NDCG, and the other lists do not move."""
-    planned = set(planned)
-    for shown in request.lists:
-        docs = {s.doc_id for s in shown}
-        reached = bool(planned) if request.judged_gains is not None else bool(planned & docs)
-        if reached and any(s.gain is None and s.doc_id not in planned for s in shown):
-            return False
-    return True
-
-
-def worst_case(request: RequestLists, scale: Scale, planned: Sequence[str]) -> tuple[float, dict[str, float]]:
-    """The largest what-if distance the request can have once ``planned`` (some of its unjudged
-    documents) are judged, over every grade of the scale each can get, and a grade per document
-    that leaves it (deterministic: the first found in a fixed order).
-
-    Exact: the maximum over all ``S^m`` gradings, found over the multisets of gains (see the
-    module docstring) and recomputed for the grading found by :func:`what_if_distance`.
+    Exact: the planned documents a list counts within K are enumerated over every grade, the
+    others (they move only ideals) over the multisets of their gains; for each, the range of the
+    rest by :func:`value_range`.
     """
     docs = list(dict.fromkeys(planned))
-    lowest = scale.gains[0]
     if not docs:
-        return what_if_distance(request, scale, {}), {}
-    parts = _ListParts.of(request, docs)
-    groups: dict[tuple[int, ...], list[str]] = {}
-    for doc in docs:
-        groups.setdefault(parts.reaches(doc), []).append(doc)
-    reached = [(sig, members) for sig, members in sorted(groups.items()) if sig]
+        low, high = value_range(request, scale)
+        return high - low, {}, True
+    counted, ideal_only = _Problem.split(request, docs)
+    gains = scale.gains
+    choices: list[list[dict[str, float]]] = [
+        [dict(zip(counted, combo)) for combo in itertools.product(gains, repeat=len(counted))]]
+    for members in ideal_only:
+        top = min(len(members), scale.k)
+        choices.append([dict(zip(members, sorted(combo, reverse=True) + [min(gains)] * (len(members) - top)))
+                        for combo in itertools.combinations_with_replacement(gains, top)])
     best: tuple[float, dict[str, float]] | None = None
-    choices = [itertools.combinations_with_replacement(scale.gains, len(members)) for _, members in reached]
-    for combo in itertools.product(*choices):
-        given = {sig: gains for (sig, _), gains in zip(reached, combo)}
-        coefficient, constant = parts.linear(given, scale)
-        for descending in (True, False):
-            assignment = _rearranged(reached, combo, coefficient, descending)
-            value = abs(constant + sum(coefficient[d] * g for d, g in assignment.items()))
-            if best is None or value > best[0]:
-                best = (value, assignment)
+    least = math.inf
+    for parts in itertools.product(*choices):
+        given = {doc: gain for part in parts for doc, gain in part.items()}
+        low, high = value_range(request, scale, given)
+        left = max(high - low, 0.0)
+        least = min(least, left)
+        if best is None or left > best[0] + 1e-15:
+            best = (left, given)
     assert best is not None
-    assignment = {d: best[1].get(d, lowest) for d in docs}  # a document no list's what-if reaches: any
-    return what_if_distance(request, scale, assignment), {d: scale.grade_of(g) for d, g in assignment.items()}
+    return best[0], {d: scale.grade_of(best[1][d]) for d in docs}, best[0] - least <= 1e-12
 
 
-def _rearranged(reached, combo, coefficient: Mapping[str, float], descending: bool) -> dict[str, float]:
-    """Each group's gains given to its documents sorted by coefficient: largest gain to largest
-    coefficient (``descending``: the largest sum) or to the smallest (the smallest sum)."""
-    out = {}
-    for (_, members), gains in zip(reached, combo):
-        ordered = sorted(members, key=lambda d: (-coefficient[d], d))
-        out.update(zip(ordered, sorted(gains, reverse=descending)))
-    return out
+@dataclass
+class _Group:
+    """Open documents that enter the same lists' ideals: ``counted`` when a list counts one of them
+    within K (their gains are assigned by rearrangement), else ideal-only (``monotone`` when they
+    move one ideal: all lowest or all highest)."""
+
+    reach: tuple[int, ...]
+    members: list[str]
+    counted: bool
+    monotone: bool
+
+    def options(self, scale: Scale) -> list[tuple[float, ...]]:
+        """The gains to try, largest first: every multiset (counted), the two ends (monotone), or
+        every multiset of the top K (the rest at the lowest gain change no ideal)."""
+        gains = sorted(scale.gains)
+        if self.counted:
+            combos = itertools.combinations_with_replacement(gains, len(self.members))
+        elif self.monotone:
+            top = min(len(self.members), scale.k)
+            combos = iter([(gains[0],) * top, (gains[-1],) * top])
+        else:
+            combos = itertools.combinations_with_replacement(gains, min(len(self.members), scale.k))
+        return [tuple(sorted(c, reverse=True)) for c in combos]
 
 
-@dataclass(frozen=True)
-class _ListParts:
-    """What :func:`worst_case` needs of each list, with ``docs`` to be judged: the judged part of
-    the DCG, the discounts and count of the candidates left unjudged, the fixed ideal gains, and
-    each planned document's discount."""
+def _reach_and_weights(request: RequestLists) -> tuple[dict[str, tuple[int, ...]], dict[str, list[float]]]:
+    """Each unjudged document's lists (whose ideal it enters once judged) and its discount in each."""
+    weights: dict[str, list[float]] = {}
+    reach: dict[str, set[int]] = {}
+    for i, shown in enumerate(request.lists):
+        for s in shown:
+            if s.gain is None:
+                weights.setdefault(s.doc_id, [0.0] * len(request.lists))[i] = s.discount
+                reach.setdefault(s.doc_id, set()).add(i)
+    for doc in request.others:
+        weights.setdefault(doc, [0.0] * len(request.lists))
+    every = tuple(range(len(request.lists)))
+    shared = request.judged_gains is not None
+    return {d: every if shared else tuple(sorted(reach.get(d, ()))) for d in weights}, weights
+
+
+@dataclass
+class _Problem:
+    """The request with some documents judged: each list's judged DCG and top-K fixed ideal gains,
+    the discounts of its open documents, their groups; ``low`` / ``high`` solved on construction."""
 
     signs: tuple[int, ...]
-    judged_dcg: tuple[float, ...]
-    left_discount: tuple[float, ...]
-    n_left: tuple[int, ...]
-    fixed_ideal: tuple[tuple[float, ...], ...]
-    discount: Mapping[str, tuple[float, ...]]
-    members: tuple[frozenset[str], ...]
-    all_lists: bool
+    judged_dcg: list[float]
+    fixed_ideal: list[list[float]]
+    weights: dict[str, list[float]]
+    groups: list[_Group]
+    k: int
+    low: float = 0.0
+    high: float = 0.0
+
+    @staticmethod
+    def split(request: RequestLists, docs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+        """``docs`` as :func:`worst_case` enumerates them: those a list counts within K, and the
+        others in groups by the ideals they enter."""
+        reach, weights = _reach_and_weights(request)
+        counted = [d for d in docs if any(w != 0.0 for w in weights.get(d, ()))]
+        ideal_only: dict[tuple[int, ...], list[str]] = {}
+        for d in docs:
+            if d not in counted:
+                ideal_only.setdefault(reach.get(d, ()), []).append(d)
+        return counted, [members for _, members in sorted(ideal_only.items())]
 
     @classmethod
-    def of(cls, request: RequestLists, docs: Sequence[str]) -> _ListParts:
-        planned = set(docs)
-        discount = {d: [0.0] * len(request.lists) for d in docs}
-        judged_dcg, left_discount, n_left, fixed = [], [], [], []
+    def of(cls, request: RequestLists, scale: Scale, judged: Mapping[str, float]) -> _Problem:
+        reach, weights = _reach_and_weights(request)
+        n = len(request.lists)
+        judged_dcg = [0.0] * n
+        fixed: list[list[float]] = [list(request.judged_gains or ()) for _ in range(n)]
         for i, shown in enumerate(request.lists):
             for s in shown:
-                if s.doc_id in planned:
-                    discount[s.doc_id][i] = s.discount
-            judged_dcg.append(sum(s.gain * s.discount for s in shown if s.gain is not None))
-            left = [s for s in shown if s.gain is None and s.doc_id not in planned]
-            left_discount.append(sum(s.discount for s in left))
-            n_left.append(len(left))
-            own = [s.gain for s in shown if s.gain is not None]
-            fixed.append(tuple(own if request.judged_gains is None else request.judged_gains))
-        return cls(request.signs(), tuple(judged_dcg), tuple(left_discount), tuple(n_left), tuple(fixed),
-                   {d: tuple(v) for d, v in discount.items()},
-                   tuple(frozenset(s.doc_id for s in shown) for shown in request.lists),
-                   request.judged_gains is not None)
+                gain = s.gain if s.gain is not None else judged.get(s.doc_id)
+                if gain is not None:
+                    judged_dcg[i] += gain * s.discount
+                if s.gain is not None and request.judged_gains is None:
+                    fixed[i].append(s.gain)
+        for doc, gain in judged.items():
+            for i in reach.get(doc, ()):
+                fixed[i].append(gain)
+        groups: dict[tuple[tuple[int, ...], bool], list[str]] = {}
+        for doc in weights:
+            if doc not in judged:
+                groups.setdefault((reach[doc], any(w != 0.0 for w in weights[doc])), []).append(doc)
+        shared = request.judged_gains is not None
+        problem = cls(request.signs(), judged_dcg, [sorted(f, reverse=True)[:scale.k] for f in fixed],
+                      {d: w for d, w in weights.items() if d not in judged},
+                      [_Group(r, members, counted, len(r) <= 1 or shared) for (r, counted), members in sorted(groups.items())],
+                      scale.k)
+        problem._solve(scale)
+        return problem
 
-    def reaches(self, doc: str) -> tuple[int, ...]:
-        """The lists whose ideal the document enters once judged (every list under ``ideal_from:
-        judgments``, else the lists that show it)."""
-        return tuple(i for i, docs in enumerate(self.members) if self.all_lists or doc in docs)
-
-    def linear(self, given: Mapping[tuple[int, ...], Sequence[float]], scale: Scale) -> tuple[dict[str, float], float]:
-        """With the ideals fixed by the gains ``given`` to each group (by the lists it reaches): the
-        coefficient of each planned document's gain and the constant of the target's value."""
-        coefficient = dict.fromkeys(self.discount, 0.0)
-        constant = 0.0
-        for i, sign in enumerate(self.signs):
-            extra = [g for sig, gains in given.items() if i in sig for g in gains]
-            ideal = list(self.fixed_ideal[i]) + extra
-            per_unit, offset = 0.0, 0.0
-            for value, direction in ((scale.high, 1.0), (scale.low, -1.0)):
-                best = idcg(ideal + [value] * min(self.n_left[i], scale.k), scale.k)
-                if best > 0:
-                    per_unit += direction / best
-                    offset += direction * (self.judged_dcg[i] + value * self.left_discount[i]) / best
-            constant += sign * offset
-            for doc, weights in self.discount.items():
-                coefficient[doc] += sign * per_unit * weights[i]
-        return coefficient, constant
+    def _solve(self, scale: Scale) -> None:
+        """``low`` and ``high``: over each group's options, the ideals then fixed, the two rearrangements."""
+        low, high = math.inf, -math.inf
+        for combo in itertools.product(*(g.options(scale) for g in self.groups)):
+            ideals = [list(f) for f in self.fixed_ideal]
+            for group, gains in zip(self.groups, combo):
+                for i in group.reach:
+                    ideals[i].extend(gains)
+            inverse = [1.0 / best if (best := idcg(ideal, self.k)) > 0 else 0.0 for ideal in ideals]
+            constant = sum(sign * dcg * inv for sign, dcg, inv in zip(self.signs, self.judged_dcg, inverse))
+            top = bottom = constant
+            for group, gains in zip(self.groups, combo):
+                if group.counted:  # gains largest first: with the coefficients sorted alike, the largest sum
+                    coefficients = sorted((sum(sign * w * inv for sign, w, inv in zip(self.signs, self.weights[d], inverse))
+                                           for d in group.members), reverse=True)
+                    top += sum(c * g for c, g in zip(coefficients, gains))
+                    bottom += sum(c * g for c, g in zip(reversed(coefficients), gains))
+            low, high = min(low, bottom), max(high, top)
+        self.low, self.high = (low, high) if low <= high else (0.0, 0.0)

@@ -31,7 +31,7 @@ from ndcg_spark.metrics.dcg import dcg, expected_dcg
 from ndcg_spark.scoring.score import scoring_rows
 from ndcg_spark.validation.shell_check import shell_check
 
-__all__ = ["SWING_COLUMNS", "graded_rows", "judging_swings", "scale_of"]
+__all__ = ["SWING_COLUMNS", "graded_rows", "judging_swings", "scale_of", "tie_aware"]
 
 #: the columns of :func:`judging_swings`
 SWING_COLUMNS = ("system", "pool_version", "request_id", "doc_id", "k", "rank", "ndcg", "ndcg_min", "ndcg_max",
@@ -51,7 +51,7 @@ def scale_of(contract: Contract) -> tuple[tuple[float, float], ...]:
     return tuple((g, contract.gain.value(g)) for g in grades)
 
 
-def _tie_aware(contract: Contract) -> bool:
+def tie_aware(contract: Contract) -> bool:
     return contract.order == "score" and contract.ties == "average"
 
 
@@ -94,7 +94,7 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
     ranked = items
     if contract.unjudged == "exclude":
         ranked = F.filter(items, lambda it: it["judged"] if doc is None else it["judged"] | (it["doc_id"] == doc))
-    if _tie_aware(contract):
+    if tie_aware(contract):
         ranked = F.transform(ranked, lambda it: F.struct(
             it["doc_id"].alias("doc_id"), it["gain"].alias("gain"),
             F.size(F.filter(ranked, lambda y: y["o1"] < it["o1"])).alias("tie_start"),
@@ -110,7 +110,7 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
 def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: tuple[Column, Column] | None) -> Column:
     """The NDCG at every K of ``ranked`` with ``judged = (doc, gain)`` given that gain (None: as it
     is), over the ideal ``base`` with the gain added in its place (null: an empty ideal)."""
-    if not _tie_aware(contract):  # only the top K can count (a tie group below K can reach into it)
+    if not tie_aware(contract):  # only the top K can count (a tie group below K can reach into it)
         ranked = F.slice(ranked, 1, contract.max_k)
     if judged is None:
         shown, ideal = ranked, base
@@ -120,7 +120,7 @@ def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: t
         ideal = F.concat(F.filter(base, lambda v: v >= x), F.array(x), F.filter(base, lambda v: v < x))
     values = []
     for k in contract.k:
-        top = expected_dcg(shown, k) if _tie_aware(contract) else dcg(shown, k, lambda it: it["gain"])
+        top = expected_dcg(shown, k) if tie_aware(contract) else dcg(shown, k, lambda it: it["gain"])
         best = dcg(ideal, k)
         values.append(F.when(best > 0, top / best))
     return F.array(*values)

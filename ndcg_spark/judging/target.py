@@ -9,8 +9,10 @@ reranker comparison pairs them), macro (each request once) or weighted (by traff
   at each grade. The denominators move with it: a request whose ideal was empty can get one and
   join the mean (or the pairs), or lose it.
 * The target's **unjudged spread** is the mean, over the target's requests (every request of
-  the system; every request both rankers score), of the request's what-if distance
-  (:mod:`ndcg_spark.judging.spread`), weighted like the target.
+  the system; every request both rankers score), of the request's unjudged range -- how far the
+  grades of its unjudged documents can move its term, over every grading
+  (:mod:`ndcg_spark.judging.spread`; a Python function per request on the executors) --
+  weighted like the target.
 
 Every sum is an exact fixed-point sum (:class:`~ndcg_spark.metrics.exact.FixedPoint`): the
 same inputs give the same bits, so the same plan, whatever the partitioning.
@@ -20,15 +22,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.judging_spec import describe_target
 from ndcg_spark.errors import InputError
+from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
-__all__ = ["Target", "TargetSums", "target_rows", "target_spread", "target_sums", "target_swings"]
+__all__ = ["Target", "TargetSums", "request_lists_of", "request_ranges", "target_rows", "target_spread", "target_sums",
+           "target_swings"]
 
 
 @dataclass(frozen=True)
@@ -83,13 +89,13 @@ class TargetSums:
         return self.spread_total / self.spread_count if self.spread_count > 0 else 0.0
 
 
-def target_rows(per_request: DataFrame, target: Target) -> DataFrame:
+def target_rows(per_request: DataFrame, target: Target, ranges: DataFrame) -> DataFrame:
     """One row per request of the target at its K: ``request_id``, ``weight`` (1 for a macro mean),
-    per side ``i``: ``v{i}`` (the NDCG the mean counts: null when the request is not in the mean)
-    and ``d{i}`` (``high - low`` of the what-ifs, a null one read as 0), then ``dist`` (the
-    request's what-if distance) and ``in_mean`` (whether it counts in the mean now). A mean counts
-    the per-request NDCG as stage 2 does (0 for an empty ideal under ``empty_ideal: zero``); a
-    comparison pairs the requests with an ideal on both sides, as :func:`~ndcg_spark.compare` does.
+    per side ``i`` ``v{i}`` (the NDCG the mean counts: null when the request is not in the mean),
+    then ``dist`` (the request's unjudged range, from ``ranges``: :func:`request_ranges`) and
+    ``in_mean`` (whether it counts in the mean now). A mean counts the per-request NDCG as stage 2
+    does (0 for an empty ideal under ``empty_ideal: zero``); a comparison pairs the requests with an
+    ideal on both sides, as :func:`~ndcg_spark.compare` does.
     """
     if "no_results" in per_request.columns:  # a request the system returned nothing for: no candidate to judge
         per_request = per_request.filter(~F.coalesce(F.col("no_results"), F.lit(False)))
@@ -99,18 +105,52 @@ def target_rows(per_request: DataFrame, target: Target) -> DataFrame:
                                   & (F.col("k") == target.k))
         ndcg = F.col("ndcg").cast("double")
         counted = ndcg if target.kind == "aggregate" else F.when(~F.col("empty_ideal"), ndcg)
-        spread = (F.coalesce(F.col("ndcg_unjudged_high").cast("double"), F.lit(0.0))
-                  - F.coalesce(F.col("ndcg_unjudged_low").cast("double"), F.lit(0.0)))
         sides.append(rows.select(F.col("request_id").cast("string").alias("request_id"),
-                                 F.col("weight").cast("double").alias(f"w{i}"),
-                                 counted.alias(f"v{i}"), spread.alias(f"d{i}")))
+                                 F.col("weight").cast("double").alias(f"w{i}"), counted.alias(f"v{i}")))
     joined = sides[0] if len(sides) == 1 else sides[0].join(sides[1], "request_id")
     weight = F.col("w0") if len(sides) == 1 else F.coalesce(F.col("w1"), F.col("w0"))
-    distance = F.col("d0") if len(sides) == 1 else F.col("d0") - F.col("d1")
     in_mean = F.col("v0").isNotNull() if len(sides) == 1 else F.col("v0").isNotNull() & F.col("v1").isNotNull()
-    return joined.select("request_id", (weight if target.mean == "weighted" else F.lit(1.0)).alias("weight"),
-                         *[F.col(f"v{i}") for i in range(len(sides))], *[F.col(f"d{i}") for i in range(len(sides))],
-                         F.abs(distance).alias("dist"), in_mean.alias("in_mean"))
+    return joined.join(ranges, "request_id", "left").select(
+        "request_id", (weight if target.mean == "weighted" else F.lit(1.0)).alias("weight"),
+        *[F.col(f"v{i}") for i in range(len(sides))], F.coalesce("range", F.lit(0.0)).alias("dist"),
+        in_mean.alias("in_mean"))
+
+
+def request_lists_of(row: Any, target: Target, tie_aware: bool) -> RequestLists | None:
+    """One row of :func:`ndcg_spark.judging.lists.request_lists` as the target sees it (None when a
+    side has no list for the request): its sides' lists with each candidate's discount at the
+    target's K, and under ``ideal_from: judgments`` the judged gains and the other unjudged documents."""
+    by_side = {(entry["system"], entry["pool_version"]): entry["items"] for entry in row["lists"]}
+    shown = []
+    for side in target.sides:
+        items = by_side.get(side)
+        if items is None:
+            return None
+        weights = discounts(len(items), target.k, [it["o1"] for it in items] if tie_aware else None)
+        shown.append(tuple(Shown(it["doc_id"], it["gain"] if it["judged"] else None, w) for it, w in zip(items, weights)))
+    if row["judged_ideal"] is None:
+        return RequestLists(row["request_id"], tuple(shown), None)
+    mine = {s.doc_id for side in shown for s in side}
+    others = sorted({it["doc_id"] for items in by_side.values() for it in items if not it["judged"]} - mine)
+    return RequestLists(row["request_id"], tuple(shown), tuple(row["judged_ideal"]), tuple(others))
+
+
+def request_ranges(lists: DataFrame, target: Target, scale: Scale, tie_aware: bool) -> DataFrame:
+    """``request_id, range``: each request's unjudged range on the target (requests with every list of
+    the target), computed by :func:`~ndcg_spark.judging.spread.value_range` on the executors."""
+    def unjudged_range(request_id, lists_, judged_ideal):
+        request = request_lists_of({"request_id": request_id, "lists": lists_, "judged_ideal": judged_ideal},
+                                   target, tie_aware)
+        if request is None:
+            return None
+        if not request.unjudged():
+            return 0.0
+        low, high = value_range(request, scale)
+        return high - low
+
+    udf = F.udf(unjudged_range, "double")
+    out = lists.select("request_id", udf("request_id", "lists", "judged_ideal").alias("range"))
+    return out.filter(F.col("range").isNotNull())
 
 
 def _value(target: Target) -> Column:
@@ -138,10 +178,11 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     return TargetSums(**row.asDict())
 
 
-def target_spread(per_request: DataFrame, target: Target) -> float:
-    """The target's unjudged spread in a per-request table: the mean of its requests' what-if
-    distances (weighted like the target). What a plan's ``spread_remaining`` is a statement about."""
-    return target_sums(target_rows(per_request, target), target).spread
+def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool) -> float:
+    """The target's unjudged spread: the mean of its requests' unjudged ranges (weighted like the
+    target), from the night's per-request table and its lists. What a plan's ``spread_remaining`` is
+    a statement about."""
+    return target_sums(target_rows(per_request, target, request_ranges(lists, target, scale, tie_aware)), target).spread
 
 
 def target_swings(graded: DataFrame, rows: DataFrame, target: Target, sums: TargetSums, empty_is_zero: bool,
