@@ -44,6 +44,9 @@ _EXPORTS = {
     "guardrail_table": "ndcg_spark.guardrails.table",
     "read_trec_run": "ndcg_spark.formats.trec",
     "read_trec_qrels": "ndcg_spark.formats.trec",
+    "JudgingSpec": "ndcg_spark.config.judging_spec",
+    "judge_next": "ndcg_spark.judging.plan",
+    "judging_swings": "ndcg_spark.judging.swings",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -70,6 +73,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config.guardrail_spec import GuardrailSpec
     from ndcg_spark.guardrails.table import guardrail_table
     from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
+    from ndcg_spark.config.judging_spec import JudgingSpec
+    from ndcg_spark.judging.plan import judge_next
+    from ndcg_spark.judging.swings import judging_swings
 
 
 def __getattr__(name: str) -> Any:

@@ -97,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
                             "snapshots, unchanged files), else refuse; --run-id defaults to RUN_ID")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
+    judge = with_config("judge-next", "what to judge next: the documents that settle the most of the unjudged spread")
+    judge.add_argument("--budget", type=int, help="documents to propose (default: the YAML's judging.budget, else 1000)")
+    judge.add_argument("--target", choices=("aggregate", "compare"), help="one system's mean, or the compare: pair's delta")
+    judge.add_argument("--k", type=int, help="the target's cutoff (default: judging.k, else the largest K)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
     trend.add_argument("--config", required=True, help="job YAML (see conf/)")
     window = trend.add_mutually_exclusive_group()
@@ -202,6 +206,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
     if replay is not None:
         replay = validate_run_id(replay, "--replay")
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (replay or config.run_id or default_run_id())
+    if args.command == "judge-next":
+        return _judge_next(args, config, run_id, master_from_config, ending)
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
     ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
     wait = getattr(args, "wait", None)
@@ -266,6 +272,25 @@ def _with_input_changes(spark, config, rows: list[dict]) -> list[dict]:
     recorded, now = recorded_inputs(spark, metadata, published), {}
     return [{**r, "inputs_changed": changes_since(spark, recorded[r["run_id"]], now)}
             if recorded.get(r["run_id"]) is not None else r for r in rows]
+
+
+def _judge_next(args: argparse.Namespace, config, run_id: str, master_from_config: bool, ending: Ending) -> int:
+    from ndcg_spark.job.judging import judging_stage
+    from ndcg_spark.job.session import step_tags, tagged
+    from ndcg_spark.report.text_judging import format_judging
+
+    spec = config.judging_spec().narrowed(budget=args.budget, target=args.target, k=args.k)
+    spark = _session(config, f"ndcg-spark judge-next {run_id}", master_from_config, ending)
+    tags = step_tags(run_id, "judge-next")
+    ending.attach(spark, tags[0])  # a signal cancels the plan's jobs
+    with tagged(spark, *tags):
+        done = judging_stage(spark, config, run_id, spec)
+    _print(format_judging(done.rows, done.target.describe(), done.seconds, [str(f) for f in done.files]))
+    if done.report is not None:
+        _print([f"report -> {done.report}; open {done.report.resolve().as_uri()} in a browser"])
+    elif done.report_note:
+        _print([f"report: not written ({done.report_note})"])
+    return EXIT_OK
 
 
 def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:

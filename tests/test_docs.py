@@ -509,6 +509,7 @@ WRITTEN = {
     "GUARDRAIL_COLUMNS": "guardrails",
     "RUN_STATUS_SCHEMA": "run_status",
     "RUN_ATTEMPTS_SCHEMA": "run_attempts",
+    "PLAN_COLUMNS": "judging_plan",
 }
 
 

@@ -19,9 +19,10 @@ import yaml
 
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.config.compare_spec import CompareSpec
-from ndcg_spark.config.guardrail_spec import GuardrailSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.guardrail_spec import GuardrailSpec
+from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.config.report_spec import ReportSpec
 from ndcg_spark.config.trend_spec import TrendSpec
@@ -54,10 +55,10 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing")
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing", "judging")
 """Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "run_attempts", "comparison",
-            "quarantine", "trend", "guardrails", "report_dir"}
+            "quarantine", "trend", "guardrails", "report_dir", "judging_plan", "judging_dir"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -263,10 +264,30 @@ class JobConfig:
         """A raw section that a later stage parses itself (``aggregate``, ``compare`` …)."""
         return dict(self.extra).get(name)
 
+    def trailing_fields(self) -> str:
+        """How a TREC input's fields past its format read: ``ignore`` (as trec_eval does) under the
+        ``trec_eval`` preset, else ``refuse`` (:func:`~ndcg_spark.job.io.read_source`)."""
+        return "ignore" if self.section("preset") == "trec_eval" else "refuse"
+
     def output(self, name: str) -> Source | None:
         """The output table ``outputs.<name>`` (a path resolved like every path, or a table), or None."""
         base = self.section("base")
         return Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
+
+    def output_folder(self, name: str, default: str) -> Path:
+        """The local folder ``outputs.<name>`` (relative to the checkout like every path), default
+        ``<checkout>/<default>``: where the report's pages and the judges' files go.
+
+        >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": {"report_dir": "r"}},
+        ...                     base=Path("/job")).output_folder("report_dir", "reports")
+        PosixPath('/job/r')
+        """
+        base = self.section("base")
+        value = (self.section("outputs") or {}).get(name, default)
+        if not isinstance(value, str) or not value or "://" in value:
+            raise ContractError(f"outputs.{name}", f"must be a local folder path, got {value!r}")
+        path = Path(value)
+        return path if path.is_absolute() or not base else Path(base) / path
 
     def writes_stage2(self) -> bool:
         """Whether ``run`` runs stage 2 too: the job has an aggregate table (``outputs.aggregate``)."""
@@ -349,6 +370,10 @@ class JobConfig:
     def trend_spec(self) -> TrendSpec:
         """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
         return TrendSpec.from_dict(self.section("trend"))
+
+    def judging_spec(self) -> JudgingSpec:
+        """The ``judging:`` section as a :class:`~ndcg_spark.config.judging_spec.JudgingSpec`."""
+        return JudgingSpec.from_dict(self.section("judging"))
 
     def guardrail_spec(self) -> GuardrailSpec | None:
         """The ``guardrails:`` section as a :class:`~ndcg_spark.config.guardrail_spec.GuardrailSpec`, or

@@ -32,12 +32,7 @@ def report_configured(config: JobConfig) -> bool:
 
 def report_dir(config: JobConfig) -> Path:
     """``outputs.report_dir`` (relative to the checkout like every path), default ``<checkout>/reports``."""
-    base = config.section("base")
-    value = (config.section("outputs") or {}).get("report_dir", "reports")
-    if not isinstance(value, str) or not value or "://" in value:
-        raise ContractError("outputs.report_dir", f"must be a local folder path, got {value!r}")
-    path = Path(value)
-    return path if path.is_absolute() or not base else Path(base) / path
+    return config.output_folder("report_dir", "reports")
 
 
 def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> ReportSources:
@@ -62,6 +57,7 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         run_metadata=written(config.output("run_metadata")),
         comparison=written(config.output("comparison")),
         guardrails=written(config.output("guardrails")),
+        judging=written(config.output("judging_plan")),
         run_status=written(config.run_status(), merge_schema=True),  # rows of older versions lack the reason
         attempts=read_attempts(spark, config.run_attempts(), run_id),
         trend=_report_trend(spark, config, run_id),

@@ -86,7 +86,7 @@ def _score_stage(
 ) -> StageResult:
     started = time.perf_counter()
     # under the trec_eval preset a TREC file reads as trec_eval reads it: fields past the format's ignored
-    trailing = "ignore" if config.section("preset") == "trec_eval" else "refuse"
+    trailing = config.trailing_fields()
     inputs, reads = _read_inputs(spark, config, replay, trailing)
     attrs = config.attributes
     attributes = Attributes(table=inputs.get("attributes"), weight=attrs.weight, default_weight=attrs.default_weight,

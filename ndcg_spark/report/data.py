@@ -18,10 +18,12 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.aggregation.worst_slice import audit
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.judging_spec import MILESTONES
 from ndcg_spark.config.report_spec import DEFAULT_BINS, ReportSpec
 from ndcg_spark.errors import InputError
+from ndcg_spark.report.text_judging import HEAD
 
-__all__ = ["ReportSources", "collect_report_data", "histograms"]
+__all__ = ["ReportSources", "collect_report_data", "histograms", "judging_rows"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class ReportSources:
         The run's guardrail rows (:data:`ndcg_spark.guardrails.columns.GUARDRAIL_COLUMNS`, every
         slice): the Guardrails section and the overall verdict on the first screen. None or empty:
         the page is as without guardrails.
+    judging : DataFrame, optional
+        The run's judging plan (``ndcg-spark judge-next``): the "What to judge next" section reads
+        its head, its rows at 100 / 500 / 1,000 documents and its last row. None or empty: no section.
     where : str
         Where the aggregate rows were read from, named in the error when they are empty.
     """
@@ -60,6 +65,7 @@ class ReportSources:
     attempts: DataFrame | None = None
     trend: DataFrame | None = None
     guardrails: DataFrame | None = None
+    judging: DataFrame | None = None
     where: str = "the aggregate table"
 
 
@@ -167,10 +173,20 @@ def collect_report_data(
         "comparisons": comparisons,
         "trend": _rows(sources.trend) if sources.trend is not None else [],
         "guardrails": _rows(sources.guardrails) if sources.guardrails is not None else [],
+        "judging": judging_rows(sources.judging) if sources.judging is not None else [],
         "histograms": hist,
         "config_file": config_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
+
+
+def judging_rows(plan: DataFrame) -> list[dict[str, Any]]:
+    """The plan rows the report shows: its head, the rows at :data:`MILESTONES` documents, the last."""
+    rank = F.col("plan_rank")
+    last = plan.agg(F.max(rank)).first()[0]
+    if last is None:
+        return []
+    return _rows(plan.filter((rank <= HEAD) | rank.isin(*MILESTONES) | (rank == last)))
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:

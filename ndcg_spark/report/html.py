@@ -25,6 +25,7 @@ from ndcg_spark.report.sections_comparison import comparison_pairs, section_comp
 from ndcg_spark.report.sections_contract import section_contract
 from ndcg_spark.report.sections_first import section_first_screen
 from ndcg_spark.report.sections_guardrails import section_guardrails
+from ndcg_spark.report.sections_judging import section_judging
 from ndcg_spark.report.sections_run import section_distributions, section_overall, section_slices
 from ndcg_spark.report.sections_trend import overall_trend, section_trend
 from ndcg_spark.report.text_runs import attempts_summary
@@ -79,7 +80,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         ``run_status`` (a notice unless ``complete``; leave the key out when unknown; a ``failed``
         run's ``run_failure``: its ``reason`` and ``ended_at``), ``attempts`` (the run's attempts,
         each with its ``outcome``: how many the night took), ``guardrails``
-        (guardrail table rows: their section, and their verdict on the first screen), ``bins``,
+        (guardrail table rows: their section, and their verdict on the first screen), ``judging``
+        (judging plan rows: the "What to judge next" section), ``bins``,
         ``chart_k``, ``contract_from_config``, ``config_file``, ``generated_at``. Missing sections
         are left out.
 
@@ -101,6 +103,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     body += section_guardrails(data)
     if aggs:
         body += section_slices(data)
+        body += section_judging(data)
     body += section_distributions(data)
     body += section_contract(data)
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -121,7 +124,8 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
            + " · static page: no scripts, nothing fetched.</p>"]
     trend = [("trend", "Trend")] if overall_trend(data) else []
     guardrails = [("guardrails", "Guardrails")] if data.get("guardrails") else []
-    nav = [("overall", "Overall"), *trend, *guardrails, ("slices", "Slices"), ("distributions", "Distributions"),
+    judging = [("judging", "What to judge next")] if data.get("judging") else []
+    nav = [("overall", "Overall"), *trend, *guardrails, ("slices", "Slices"), *judging, ("distributions", "Distributions"),
            ("contract", "Contract & accounting")] if aggs else [*guardrails, ("contract", "Contract & accounting")]
     out.append("<p>" + " · ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t in nav) + "</p>")
     if "run_status" in data and data.get("run_status") != "complete":

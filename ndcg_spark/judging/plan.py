@@ -1,0 +1,228 @@
+"""What to judge next: :func:`judge_next`, a plan of documents that settles the most of a target's spread.
+
+The plan is the ``budget`` unjudged documents with the largest swing on the target
+(:mod:`ndcg_spark.judging.target`), one row per (request, document) -- one judgment serves every
+ranker that shows it -- ranked by swing, then request id, then doc id (the tie rule: the same
+inputs give the same plan). The target's **unjudged spread** is the mean of its requests'
+unjudged ranges (how far every grading of their unjudged documents can move them:
+:mod:`ndcg_spark.judging.spread`); each row states the spread that remains once the plan's
+documents up to it are judged: **the most any grading of them can leave**, computed per request
+over every grade each document can get (:func:`~ndcg_spark.judging.spread.worst_case`), with the
+grade per document that leaves it and whether every grading leaves the same
+(``remaining_exact``). It never exceeds the spread now, and a request whose every unjudged
+document is planned leaves nothing. docs/judging.md says why it cannot be stated as one number the
+judges' grades will meet, and what the re-run then provably gives.
+
+Cost: the scoring (or a given per-request table), one more pass over the inputs (each request's
+lists, collected once: :mod:`ndcg_spark.judging.lists`; each request's range computed from them
+by a Python function on the executors), a sort of the swings for the top ``budget``, and on the
+driver the lists of the requests the plan reaches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from ndcg_spark.config.attributes import Attributes
+from ndcg_spark.config.compare_spec import Side
+from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.judging_spec import JudgingSpec
+from ndcg_spark.errors import ContractError, InputError
+from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
+from ndcg_spark.judging.lists import request_lists
+from ndcg_spark.judging.spread import RequestLists, Scale, worst_case
+from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
+from ndcg_spark.judging.target import Target, request_lists_of, request_ranges, target_rows, target_sums, target_swings
+from ndcg_spark.scoring.score import score_requests, scoring_rows
+from ndcg_spark.validation.shell_check import shell_check
+
+__all__ = ["PLAN_COLUMNS", "PLAN_FIELDS", "PLAN_SCHEMA", "judge_next"]
+
+#: the judging plan's columns and their types (the table ``ndcg-spark judge-next`` writes)
+PLAN_FIELDS = (
+    ("run_id", "string"), ("target", "string"), ("systems", "array<string>"), ("k", "int"), ("mean", "string"),
+    ("plan_rank", "int"), ("request_id", "string"), ("doc_id", "string"),
+    ("shown_by", "array<struct<system: string, pool_version: string, rank: int>>"), ("swing", "double"),
+    ("spread_now", "double"), ("spread_remaining", "double"), ("remaining_exact", "boolean"),
+    ("worst_case_grade", "double"), ("contract_fingerprint", "string"),
+)
+PLAN_COLUMNS = tuple(name for name, _ in PLAN_FIELDS)
+PLAN_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in PLAN_FIELDS)
+
+
+def judge_next(
+    candidates: DataFrame,
+    judgments: DataFrame | None = None,
+    contract: Contract | None = None,
+    spec: JudgingSpec | None = None,
+    *,
+    baseline: str | Side | None = None,
+    candidate: str | Side | None = None,
+    attributes: Attributes | None = None,
+    system: str | None = None,
+    pool_version: str | None = None,
+    run_id: str = "adhoc",
+    validate: bool = True,
+    per_request: DataFrame | None = None,
+) -> DataFrame:
+    """The documents to judge next: the plan of ``spec.budget`` documents with the largest swing on the target.
+
+    Parameters
+    ----------
+    candidates, judgments, contract, attributes, system, pool_version, run_id, validate :
+        as :func:`~ndcg_spark.scoring.score.score_requests`; the contract must declare its
+        judging scale (``max_grade`` or a gain table).
+    spec : :class:`~ndcg_spark.config.judging_spec.JudgingSpec`: the target (``aggregate``: one
+        system's mean; ``compare``: the delta ``candidate - baseline``), the budget, K, the mean.
+    baseline, candidate : the two rankers of a ``compare`` target (system names or
+        :class:`~ndcg_spark.config.compare_spec.Side`); ``candidate`` is also the default system of
+        an ``aggregate`` target (else ``spec.system``, else the only system).
+    per_request : the inputs' per-request table, when it is at hand (the nightly job's, under
+        this contract); otherwise it is scored here.
+
+    Returns
+    -------
+    DataFrame with :data:`PLAN_COLUMNS` (:data:`PLAN_SCHEMA`), one row per document, by
+    ``plan_rank``; small (collected and built on the driver).
+
+    Examples
+    --------
+    Two unjudged documents of ``q1``: judged alone, ``c`` (a place lower than ``b``) moves hybrid's
+    NDCG@3 the most (its grade goes into the ideal as much as ``b``'s, into the DCG less):
+
+    >>> from ndcg_spark import Contract, JudgingSpec
+    >>> cands = spark.createDataFrame([("q1", "a", 1), ("q1", "b", 2), ("q1", "c", 3), ("q2", "d", 1)],
+    ...                               "request_id string, doc_id string, position int")
+    >>> judged = spark.createDataFrame([("q1", "a", 1.0), ("q2", "d", 2.0)], "request_id string, doc_id string, grade double")
+    >>> plan = judge_next(cands, judged, Contract(k=[3], max_grade=3), JudgingSpec(budget=2), system="hybrid")
+    >>> plan.select("plan_rank", "request_id", "doc_id", F.round("swing", 4).alias("swing"),
+    ...             F.round("spread_now", 4).alias("now"), F.round("spread_remaining", 4).alias("remaining"),
+    ...             "remaining_exact").show()
+    +---------+----------+------+------+------+---------+---------------+
+    |plan_rank|request_id|doc_id| swing|   now|remaining|remaining_exact|
+    +---------+----------+------+------+------+---------+---------------+
+    |        1|        q1|     c|0.2051|0.2051|   0.1451|          false|
+    |        2|        q1|     b|0.1451|0.2051|      0.0|           true|
+    +---------+----------+------+------+------+---------+---------------+
+    <BLANKLINE>
+    """
+    spec = spec or JudgingSpec()
+    contract = (contract or Contract()).resolve(candidates.columns)
+    grade_gains = scale_of(contract)
+    k = spec.cutoff(contract)
+    attributes = attributes or Attributes()
+    handles: list[DataFrame] = []
+    with shuffles_sized_to(candidates, judgments, attributes.table):
+        if validate:
+            checked = shell_check(candidates, judgments, contract, attributes=attributes, system=system,
+                                  pool_version=pool_version)
+            candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
+        try:
+            if per_request is None:
+                per_request = score_requests(candidates, judgments, contract, run_id=run_id, system=system,
+                                             pool_version=pool_version, attributes=attributes, validate=False,
+                                             cache_handles=handles)
+            scored = _kept(persist_coalesced(per_request), handles)
+            target = Target.resolve(scored, spec.target, k, spec.mean, _sides(scored, spec, baseline, candidate))
+            rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
+            lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
+            scale = Scale.of(grade_gains, k)
+            ranges = request_ranges(lists, target, scale, tie_aware(contract))
+            rows = _kept(persist_coalesced(target_rows(scored, target, ranges)), handles)
+            sums = target_sums(rows, target)
+            chosen = _chosen(lists, rows, target, sums, contract, spec.budget)
+            plan = _remaining(chosen, lists, rows, target, sums, scale, contract)
+        finally:
+            for df in handles:
+                df.unpersist()
+    return candidates.sparkSession.createDataFrame(
+        [(run_id, target.kind, [s for s, _ in target.sides], k, spec.mean, *row, contract.fingerprint) for row in plan],
+        PLAN_SCHEMA)
+
+
+def _kept(df: DataFrame, handles: list[DataFrame]) -> DataFrame:
+    handles.append(df)
+    return df
+
+
+def _sides(per_request: DataFrame, spec: JudgingSpec, baseline: Any, candidate: Any) -> tuple[Side, ...]:
+    """The target's sides: ``(candidate, baseline)`` of a comparison; the system of an aggregate."""
+    if spec.target == "compare":
+        if baseline is None or candidate is None:
+            missing = "compare.baseline" if baseline is None else "compare.candidate"
+            raise ContractError(missing, "is required for a judging plan of a comparison (judging.target: compare)")
+        return Side.parse(candidate, "compare.candidate"), Side.parse(baseline, "compare.baseline")
+    chosen = spec.system or candidate
+    if chosen is None:
+        systems = sorted({r.system for r in per_request.select("system").distinct().limit(100).collect()}, key=str)
+        if len(systems) != 1:
+            raise ContractError("judging.system", f"name the system whose mean to settle: the night has {len(systems)} "
+                                f"({', '.join(map(str, systems[:10]))})")
+        chosen = systems[0]
+    return (Side.parse(chosen, "judging.system"),)
+
+
+def _chosen(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: Contract, budget: int) -> list[Row]:
+    """The ``budget`` documents with the largest swing on the target, by the tie rule."""
+    at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
+    graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
+    n_gains = len({gain for _, gain in scale_of(contract)})
+    swings = target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
+    ordered = swings.orderBy(F.col("swing").desc_nulls_last(), "request_id", "doc_id")
+    return ordered.limit(budget).collect()
+
+
+@dataclass
+class _Touched:
+    """A request the plan reaches, as the driver holds it."""
+
+    lists: RequestLists
+    weight: float
+    distance: float
+    planned: list[str]
+
+
+def _remaining(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target, sums, scale: Scale,
+               contract: Contract) -> list[tuple]:
+    """The plan's rows (from ``plan_rank`` to ``worst_case_grade``): the spread that remains after
+    each, computed from the lists of the requests the plan reaches."""
+    touched = _touched(chosen, lists, rows, target, contract)
+    delta: dict[str, float] = {}
+    grades: dict[tuple[str, str], float] = {}
+    open_requests: set[str] = set()
+    out = []
+    for rank, row in enumerate(chosen, start=1):
+        request = touched[row.request_id]
+        request.planned.append(row.doc_id)
+        worst, given, exact = worst_case(request.lists, scale, request.planned)
+        delta[row.request_id] = request.weight * (worst - request.distance)
+        grades.update({(row.request_id, d): g for d, g in given.items()})
+        (open_requests.discard if exact else open_requests.add)(row.request_id)
+        remaining = (sums.spread_total + math.fsum(delta.values())) / sums.spread_count if sums.spread_count else 0.0
+        out.append([rank, row.request_id, row.doc_id, [tuple(s) for s in row.shown_by], row.swing, sums.spread,
+                    max(remaining, 0.0), not open_requests])
+    return [(*r, grades[(r[1], r[2])]) for r in out]
+
+
+def _touched(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target,
+             contract: Contract) -> dict[str, _Touched]:
+    """The requests of ``chosen``: their lists (collected) and what the target rows say of them now."""
+    ids = sorted({r.request_id for r in chosen})
+    if not ids:
+        return {}
+    keys = lists.sparkSession.createDataFrame([(i,) for i in ids], "request_id string")
+    collected = {r.request_id: r for r in lists.join(F.broadcast(keys), "request_id").collect()}
+    now = {r.request_id: r for r in rows.join(F.broadcast(keys), "request_id").collect()}
+    out = {}
+    for request_id in ids:
+        request = request_lists_of(collected[request_id], target, tie_aware(contract)) if request_id in collected else None
+        if request is None or request_id not in now:
+            raise InputError(f"judging: the plan's request {request_id!r} is missing from the lists")
+        out[request_id] = _Touched(request, now[request_id]["weight"], now[request_id]["dist"], [])
+    return out
