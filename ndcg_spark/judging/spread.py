@@ -52,7 +52,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["RequestLists", "Scale", "Shown", "discounts", "idcg", "value_range", "worst_case"]
+__all__ = ["RequestLists", "Scale", "Shown", "discounts", "gradings", "idcg", "value_range", "worst_case"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,13 @@ def worst_case(request: RequestLists, scale: Scale, planned: Sequence[str]) -> t
             best = (left, given)
     assert best is not None
     return best[0], {d: scale.grade_of(best[1][d]) for d in docs}, best[0] - least <= 1e-12
+
+
+def gradings(request: RequestLists, scale: Scale, planned: Sequence[str]) -> int:
+    """How many gradings of ``planned`` :func:`worst_case` tries (each then solves the rest)."""
+    counted, ideal_only = _Problem.split(request, list(dict.fromkeys(planned)))
+    n = len(scale.gains)
+    return n ** len(counted) * math.prod(math.comb(min(len(m), scale.k) + n - 1, n - 1) for m in ideal_only)
 
 
 @dataclass
