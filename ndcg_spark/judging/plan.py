@@ -37,7 +37,7 @@ from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
-from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
+from ndcg_spark.judging.spread import RequestLists, Scale, gradings, settle_bound, worst_case
 from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
 from ndcg_spark.judging.target import Target, request_lists_of, request_ranges, target_rows, target_sums, target_swings
 from ndcg_spark.scoring.score import score_requests, scoring_rows
@@ -192,11 +192,12 @@ class _Request:
 
 def _ordered(swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Target, scale: Scale, contract: Contract,
              budget: int) -> list[tuple[_Request, Row]]:
-    """The plan's documents in order (:func:`~ndcg_spark.judging.order.plan_order`), each with its request. Curves are computed on the driver for the requests of largest ``weight x range``
-    first, more of them while one not computed could still settle more per document than the
-    plan's last step (its whole range in one document): the same plan as computing every curve."""
-    bounds = rows.filter(F.col("dist") > 0).select("request_id", (F.col("weight") * F.col("dist")).alias("bound"))
-    ranked = [(r.request_id, r.bound) for r in bounds.orderBy(F.desc("bound"), "request_id").collect()]
+    """The plan's documents in order (:func:`~ndcg_spark.judging.order.plan_order`), each with its
+    request. Curves are computed on the driver for the requests of largest bound first
+    (:func:`_bounds`), more of them while one not computed could still settle more per document than
+    the plan's last step: the same plan as computing every curve."""
+    ranked = [(r.request_id, r.bound) for r in _bounds(swings, lists, rows, target, scale, contract).collect()]
+    ranked.sort(key=lambda r: (-r[1], r[0]))
     requests: dict[str, _Request] = {}
     size = max(budget, 1)
     while True:
@@ -207,6 +208,28 @@ def _ordered(swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Targe
         if not rest or (order and len(order) == budget and rest[0][1] < order[-1][2]):
             return [(requests[c.request_id], _row(requests[c.request_id], doc)) for c, doc, _ in order]
         size *= 2
+
+
+def _bounds(swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Target, scale: Scale,
+            contract: Contract) -> DataFrame:
+    """``request_id, bound``: for each request with a range, an upper bound on what any step of its
+    curve settles per document (:func:`~ndcg_spark.judging.spread.settle_bound`, weighted), computed
+    on the executors from its lists and its documents in swing order."""
+    tie = tie_aware(contract)
+
+    def bound(request_id, lists_, judged_ideal, docs, weight):
+        request = request_lists_of({"request_id": request_id, "lists": lists_, "judged_ideal": judged_ideal},
+                                   target, tie)
+        return None if request is None else weight * settle_bound(request, scale, list(docs))
+
+    order = swings.groupBy("request_id").agg(
+        F.transform(F.array_sort(F.collect_list(F.struct((-F.col("swing")).alias("s"), "doc_id"))),
+                    lambda x: x["doc_id"]).alias("docs"))
+    reached = rows.filter(F.col("dist") > 0).select("request_id", "weight").join(order, "request_id").join(
+        lists, "request_id")
+    udf = F.udf(bound, "double")
+    out = reached.select("request_id", udf("request_id", "lists", "judged_ideal", "docs", "weight").alias("bound"))
+    return out.filter(F.col("bound") > 0)
 
 
 def _row(request: _Request, doc: str) -> Row:
