@@ -27,8 +27,8 @@ from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.spread import Scale
 from ndcg_spark.judging.swings import scale_of, tie_aware
 from ndcg_spark.judging.target import Target, target_spread
-from ndcg_spark.scoring.score import scoring_rows
 from ndcg_spark.sample.generate import generate
+from ndcg_spark.scoring.score import scoring_rows
 
 ROOT_CONTRACT = "conf/local.yaml"
 SEED = 51

@@ -10,7 +10,6 @@ from ndcg_spark.report.data import judging_rows
 from ndcg_spark.report.html import render_html
 from ndcg_spark.report.sections_judging import section_judging
 from ndcg_spark.report.text_judging import format_judging, judging_summary, milestones
-
 from tests.test_report_trend import data  # noqa: F401  (data: one night of report rows)
 
 NOW = 0.0625

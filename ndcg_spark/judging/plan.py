@@ -36,7 +36,8 @@ from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
-from ndcg_spark.judging.spread import RequestLists, Scale, worst_case
+from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
+from ndcg_spark.judging.spread import RequestLists, Scale, gradings, settle_bound, worst_case
 from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
 from ndcg_spark.judging.target import Target, request_lists_of, request_ranges, target_rows, target_sums, target_swings
 from ndcg_spark.scoring.score import score_requests, scoring_rows
@@ -136,8 +137,9 @@ def judge_next(
             ranges = request_ranges(lists, target, scale, tie_aware(contract))
             rows = _kept(persist_coalesced(target_rows(scored, target, ranges)), handles)
             sums = target_sums(rows, target)
-            chosen = _chosen(lists, rows, target, sums, contract, spec.budget)
-            plan = _remaining(chosen, lists, rows, target, sums, scale, contract)
+            swings = _kept(persist_coalesced(_swings(lists, rows, target, sums, contract)), handles)
+            order = _ordered(swings, lists, rows, target, scale, contract, spec.budget)
+            plan = _plan_rows(order, sums, scale)
         finally:
             for df in handles:
                 df.unpersist()
@@ -168,61 +170,125 @@ def _sides(per_request: DataFrame, spec: JudgingSpec, baseline: Any, candidate: 
     return (Side.parse(chosen, "judging.system"),)
 
 
-def _chosen(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: Contract, budget: int) -> list[Row]:
-    """The ``budget`` documents with the largest swing on the target, by the tie rule."""
+def _swings(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: Contract) -> DataFrame:
+    """Every reachable document's swing on the target (:func:`~ndcg_spark.judging.target.target_swings`)."""
     at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
     graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
     n_gains = len({gain for _, gain in scale_of(contract)})
-    swings = target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
-    ordered = swings.orderBy(F.col("swing").desc_nulls_last(), "request_id", "doc_id")
-    return ordered.limit(budget).collect()
+    return target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
 
 
 @dataclass
-class _Touched:
-    """A request the plan reaches, as the driver holds it."""
+class _Request:
+    """A request the plan may reach, as the driver holds it: its lists, its documents' swing rows in
+    swing order, and for each prefix the most it can leave, the grades that leave it, whether
+    every grading leaves the same."""
 
     lists: RequestLists
-    weight: float
-    distance: float
-    planned: list[str]
+    swings: list[Row]
+    curve: Curve
+    worst: dict[int, tuple[dict[str, float], bool]]
 
 
-def _remaining(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target, sums, scale: Scale,
-               contract: Contract) -> list[tuple]:
-    """The plan's rows (from ``plan_rank`` to ``worst_case_grade``): the spread that remains after
-    each, computed from the lists of the requests the plan reaches."""
-    touched = _touched(chosen, lists, rows, target, contract)
-    delta: dict[str, float] = {}
-    grades: dict[tuple[str, str], float] = {}
-    open_requests: set[str] = set()
-    out = []
-    for rank, row in enumerate(chosen, start=1):
-        request = touched[row.request_id]
-        request.planned.append(row.doc_id)
-        worst, given, exact = worst_case(request.lists, scale, request.planned)
-        delta[row.request_id] = request.weight * (worst - request.distance)
-        grades.update({(row.request_id, d): g for d, g in given.items()})
-        (open_requests.discard if exact else open_requests.add)(row.request_id)
-        remaining = (sums.spread_total + math.fsum(delta.values())) / sums.spread_count if sums.spread_count else 0.0
-        out.append([rank, row.request_id, row.doc_id, [tuple(s) for s in row.shown_by], row.swing, sums.spread,
-                    max(remaining, 0.0), not open_requests])
-    return [(*r, grades[(r[1], r[2])]) for r in out]
+def _ordered(swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Target, scale: Scale, contract: Contract,
+             budget: int) -> list[tuple[_Request, Row]]:
+    """The plan's documents in order (:func:`~ndcg_spark.judging.order.plan_order`), each with its
+    request. Curves are computed on the driver for the requests of largest bound first
+    (:func:`_bounds`), more of them while one not computed could still settle more per document than
+    the plan's last step: the same plan as computing every curve."""
+    ranked = [(r.request_id, r.bound) for r in _bounds(swings, lists, rows, target, scale, contract).collect()]
+    ranked.sort(key=lambda r: (-r[1], r[0]))
+    requests: dict[str, _Request] = {}
+    size = max(budget, 1)
+    while True:
+        batch = [i for i, _ in ranked[len(requests):size]]
+        requests.update(_curves(batch, swings, lists, rows, target, scale, contract))
+        order = list(plan_order([r.curve for r in requests.values()], budget))
+        rest = ranked[size:]
+        if not rest or (order and len(order) == budget and rest[0][1] < order[-1][2]):
+            return [(requests[c.request_id], _row(requests[c.request_id], doc)) for c, doc, _ in order]
+        size *= 2
 
 
-def _touched(chosen: list[Row], lists: DataFrame, rows: DataFrame, target: Target,
-             contract: Contract) -> dict[str, _Touched]:
-    """The requests of ``chosen``: their lists (collected) and what the target rows say of them now."""
-    ids = sorted({r.request_id for r in chosen})
+def _bounds(swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Target, scale: Scale,
+            contract: Contract) -> DataFrame:
+    """``request_id, bound``: for each request with a range, an upper bound on what any step of its
+    curve settles per document (:func:`~ndcg_spark.judging.spread.settle_bound`, weighted), computed
+    on the executors from its lists and its documents in swing order."""
+    tie = tie_aware(contract)
+
+    def bound(request_id, lists_, judged_ideal, docs, weight):
+        request = request_lists_of({"request_id": request_id, "lists": lists_, "judged_ideal": judged_ideal},
+                                   target, tie)
+        return None if request is None else weight * settle_bound(request, scale, list(docs))
+
+    order = swings.groupBy("request_id").agg(
+        F.transform(F.array_sort(F.collect_list(F.struct((-F.col("swing")).alias("s"), "doc_id"))),
+                    lambda x: x["doc_id"]).alias("docs"))
+    reached = rows.filter(F.col("dist") > 0).select("request_id", "weight").join(order, "request_id").join(
+        lists, "request_id")
+    udf = F.udf(bound, "double")
+    out = reached.select("request_id", udf("request_id", "lists", "judged_ideal", "docs", "weight").alias("bound"))
+    return out.filter(F.col("bound") > 0)
+
+
+def _row(request: _Request, doc: str) -> Row:
+    return next(r for r in request.swings if r.doc_id == doc)
+
+
+def _curves(ids: list[str], swings: DataFrame, lists: DataFrame, rows: DataFrame, target: Target, scale: Scale,
+            contract: Contract) -> dict[str, _Request]:
+    """The requests of ``ids`` with their curves: lists and swing rows collected, each prefix's worst case."""
     if not ids:
         return {}
     keys = lists.sparkSession.createDataFrame([(i,) for i in ids], "request_id string")
     collected = {r.request_id: r for r in lists.join(F.broadcast(keys), "request_id").collect()}
     now = {r.request_id: r for r in rows.join(F.broadcast(keys), "request_id").collect()}
+    by_request: dict[str, list[Row]] = defaultdict(list)
+    for r in swings.join(F.broadcast(keys), "request_id").collect():
+        by_request[r.request_id].append(r)
     out = {}
     for request_id in ids:
         request = request_lists_of(collected[request_id], target, tie_aware(contract)) if request_id in collected else None
         if request is None or request_id not in now:
             raise InputError(f"judging: the plan's request {request_id!r} is missing from the lists")
-        out[request_id] = _Touched(request, now[request_id]["weight"], now[request_id]["dist"], [])
+        ordered = sorted(by_request[request_id], key=lambda r: (-r.swing, r.doc_id))
+        docs = [r.doc_id for r in ordered]
+        left, worst = {0: now[request_id]["dist"]}, {}
+        for j in range(1, len(docs) + 1):
+            if gradings(request, scale, docs[:j]) > MAX_GRADINGS and j < len(docs):
+                continue
+            if j == len(docs) and set(docs) >= set(request.unjudged()):
+                left[j], worst[j] = 0.0, ({d: scale.grades[0][0] for d in docs}, True)
+                continue
+            value, grades, exact = worst_case(request, scale, docs[:j])
+            left[j], worst[j] = value, (grades, exact)
+        out[request_id] = _Request(request, ordered, Curve(request_id, now[request_id]["weight"], tuple(docs), left),
+                                   worst)
     return out
+
+
+def _plan_rows(order: list[tuple[_Request, Row]], sums, scale: Scale) -> list[tuple]:
+    """The plan's rows (from ``plan_rank`` to ``worst_case_grade``): what each prefix leaves of the
+    target's spread, computed from the curves of the requests it reaches."""
+    delta: dict[str, float] = {}
+    taken: dict[str, int] = defaultdict(int)
+    open_requests: set[str] = set()
+    out = []
+    for rank, (request, row) in enumerate(order, start=1):
+        curve = request.curve
+        taken[curve.request_id] += 1
+        j = taken[curve.request_id]
+        delta[curve.request_id] = curve.weight * (curve.left_at(j) - curve.left[0])
+        exact = j in request.worst and request.worst[j][1]
+        (open_requests.discard if exact else open_requests.add)(curve.request_id)
+        remaining = (sums.spread_total + math.fsum(delta.values())) / sums.spread_count if sums.spread_count else 0.0
+        out.append([rank, row.request_id, row.doc_id, [tuple(s) for s in row.shown_by], row.swing, sums.spread,
+                    max(remaining, 0.0), not open_requests])
+    grades: dict[tuple[str, str], float] = {}
+    for request, _ in order:  # the grades that leave the most of the request's whole part of the plan
+        j = taken[request.curve.request_id]
+        points = [i for i in request.worst if i <= j]
+        given = request.worst[max(points)][0] if points else {}
+        grades.update({(request.curve.request_id, d): given.get(d, scale.grades[0][0]) for d in request.curve.docs[:j]})
+    return [(*r, grades[(r[1], r[2])]) for r in out]

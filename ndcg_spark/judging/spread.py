@@ -51,8 +51,9 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
-__all__ = ["RequestLists", "Scale", "Shown", "discounts", "idcg", "value_range", "worst_case"]
+__all__ = ["RequestLists", "Scale", "Shown", "discounts", "gradings", "idcg", "settle_bound", "value_range", "worst_case"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,11 @@ class RequestLists:
     def signs(self) -> tuple[int, ...]:
         """Each list's sign in the target: ``+1`` for the first, ``-1`` for a second (the baseline)."""
         return tuple(1 if i == 0 else -1 for i in range(len(self.lists)))
+
+    @cached_property
+    def structure(self) -> tuple[dict[str, tuple[int, ...]], dict[str, list[float]]]:
+        """Each unjudged document's lists (whose ideal it enters once judged) and its discount in each."""
+        return _reach_and_weights(self)
 
     def unjudged(self) -> tuple[str, ...]:
         """The request's unjudged documents that can move the target, in order of appearance."""
@@ -186,6 +192,31 @@ def worst_case(request: RequestLists, scale: Scale, planned: Sequence[str]) -> t
     return best[0], {d: scale.grade_of(best[1][d]) for d in docs}, best[0] - least <= 1e-12
 
 
+def settle_bound(request: RequestLists, scale: Scale, docs: Sequence[str]) -> float:
+    """An upper bound on what judging the first ``j`` of ``docs`` settles of the request's range per
+    document, over every ``j`` (``(range - left) / j``, ``left`` the most they can leave): ``left``
+    is at least what one grading of them leaves -- all at the lowest, or all at the highest gain --
+    so two ranges per prefix instead of its every grading."""
+    low, high = value_range(request, scale)
+    whole = high - low
+    best = whole / len(docs) if docs and set(docs) >= set(request.unjudged()) else 0.0
+    gains = sorted(scale.gains)
+    for j in range(1, len(docs) + 1):
+        least = 0.0
+        for gain in (gains[0], gains[-1]):
+            lo, hi = value_range(request, scale, dict.fromkeys(docs[:j], gain))
+            least = max(least, hi - lo)
+        best = max(best, (whole - least) / j)
+    return best
+
+
+def gradings(request: RequestLists, scale: Scale, planned: Sequence[str]) -> int:
+    """How many gradings of ``planned`` :func:`worst_case` tries (each then solves the rest)."""
+    counted, ideal_only = _Problem.split(request, list(dict.fromkeys(planned)))
+    n = len(scale.gains)
+    return n ** len(counted) * math.prod(math.comb(min(len(m), scale.k) + n - 1, n - 1) for m in ideal_only)
+
+
 @dataclass
 class _Group:
     """Open documents that enter the same lists' ideals: ``counted`` when a list counts one of them
@@ -245,7 +276,7 @@ class _Problem:
     def split(request: RequestLists, docs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
         """``docs`` as :func:`worst_case` enumerates them: those a list counts within K, and the
         others in groups by the ideals they enter."""
-        reach, weights = _reach_and_weights(request)
+        reach, weights = request.structure
         counted = [d for d in docs if any(w != 0.0 for w in weights.get(d, ()))]
         ideal_only: dict[tuple[int, ...], list[str]] = {}
         for d in docs:
@@ -255,7 +286,7 @@ class _Problem:
 
     @classmethod
     def of(cls, request: RequestLists, scale: Scale, judged: Mapping[str, float]) -> _Problem:
-        reach, weights = _reach_and_weights(request)
+        reach, weights = request.structure
         n = len(request.lists)
         judged_dcg = [0.0] * n
         fixed: list[list[float]] = [list(request.judged_gains or ()) for _ in range(n)]

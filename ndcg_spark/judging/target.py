@@ -21,7 +21,6 @@ same inputs give the same bits, so the same plan, whatever the partitioning.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
