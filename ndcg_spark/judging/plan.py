@@ -256,13 +256,11 @@ def _curves(ids: list[str], swings: DataFrame, lists: DataFrame, rows: DataFrame
         docs = [r.doc_id for r in ordered]
         left, worst = {0: now[request_id]["dist"]}, {}
         for j in range(1, len(docs) + 1):
-            if gradings(request, scale, docs[:j]) > MAX_GRADINGS and j < len(docs):
-                continue
-            if j == len(docs) and set(docs) >= set(request.unjudged()):
+            if j == len(docs) and set(docs) >= set(request.unjudged()):  # nothing left: no range, whatever the grades
                 left[j], worst[j] = 0.0, ({d: scale.grades[0][0] for d in docs}, True)
-                continue
-            value, grades, exact = worst_case(request, scale, docs[:j])
-            left[j], worst[j] = value, (grades, exact)
+            elif gradings(request, scale, docs[:j]) <= MAX_GRADINGS:
+                value, grades, exact = worst_case(request, scale, docs[:j])
+                left[j], worst[j] = value, (grades, exact)
         out[request_id] = _Request(request, ordered, Curve(request_id, now[request_id]["weight"], tuple(docs), left),
                                    worst)
     return out
