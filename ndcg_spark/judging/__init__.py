@@ -6,9 +6,10 @@ mean or a comparison, and the documents that settle the most of the unjudged spr
   scale (:func:`judging_swings`);
 * :mod:`~ndcg_spark.judging.target`: a plan's target (one system's mean, or two rankers' delta), each
   document's swing on it and the target's unjudged spread;
-* :mod:`~ndcg_spark.judging.spread`: a request's what-if distance and the most a judging can leave of it
-  (pure Python);
+* :mod:`~ndcg_spark.judging.spread`: a request's unjudged range (every grading of its unjudged
+  documents) and the most a judging can leave of it (pure Python);
+* :mod:`~ndcg_spark.judging.order`: the plan's order, the steps that settle the most per judgment (pure Python);
 * :mod:`~ndcg_spark.judging.plan`: :func:`judge_next`, the plan.
 
-docs/judging.md explains the swing, the spread that remains and their limits.
+docs/judging.md explains the swing, the spread, the plan's order and their limits.
 """

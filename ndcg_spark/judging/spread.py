@@ -58,7 +58,7 @@ __all__ = ["RequestLists", "Scale", "Shown", "discounts", "gradings", "idcg", "s
 
 @dataclass(frozen=True)
 class Shown:
-    """One candidate of a list as the what-ifs weigh it."""
+    """One candidate of a list as the spread weighs it."""
 
     doc_id: str
     #: its gain under the contract, None when unjudged

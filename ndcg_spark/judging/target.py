@@ -14,12 +14,14 @@ reranker comparison pairs them), macro (each request once) or weighted (by traff
   (:mod:`ndcg_spark.judging.spread`; a Python function per request on the executors) --
   weighted like the target.
 
-Every sum is an exact fixed-point sum (:class:`~ndcg_spark.metrics.exact.FixedPoint`): the
-same inputs give the same bits, so the same plan, whatever the partitioning.
+Every sum is exact -- the mean's a fixed-point sum in Spark (:class:`~ndcg_spark.metrics.exact.FixedPoint`),
+the spread's ``math.fsum`` of the collected ranges: the same inputs give the same bits, so the same
+plan, whatever the partitioning.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +31,11 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.judging_spec import describe_target
 from ndcg_spark.errors import InputError
-from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, value_range
+from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settle_bound, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
-__all__ = ["Target", "TargetSums", "request_lists_of", "request_ranges", "target_rows", "target_spread", "target_sums",
-           "target_swings"]
+__all__ = ["Spread", "Target", "TargetSums", "request_lists_of", "request_ranges", "target_rows", "target_spread",
+           "target_sums", "target_swings"]
 
 
 @dataclass(frozen=True)
@@ -71,30 +73,46 @@ class Target:
 
 @dataclass(frozen=True)
 class TargetSums:
-    """The target's sums over the per-request rows (exact): the mean's numerator and denominator,
-    and the unjudged spread's."""
+    """The target's mean over the per-request rows (exact sums): its numerator and denominator."""
 
     total: float
     count: float
-    spread_total: float
-    spread_count: float
 
     @property
     def mean(self) -> float | None:
         return self.total / self.count if self.count > 0 else None
 
+
+@dataclass(frozen=True)
+class Spread:
+    """The target's unjudged spread: the sum of its requests' ranges (weighted) and of their weights,
+    and each request's range, bound and weight (:func:`request_ranges`, collected)."""
+
+    total: float
+    count: float
+    ranges: dict[str, float]
+    bounds: dict[str, float]
+    weights: dict[str, float]
+
     @property
-    def spread(self) -> float:
-        return self.spread_total / self.spread_count if self.spread_count > 0 else 0.0
+    def value(self) -> float:
+        return self.total / self.count if self.count > 0 else 0.0
+
+    @classmethod
+    def of(cls, rows: list[Any]) -> Spread:
+        """From the rows of :func:`request_ranges`: exact sums (``math.fsum``: any order, the same bits)."""
+        return cls(math.fsum(r["weight"] * r["range"] for r in rows), math.fsum(r["weight"] for r in rows),
+                   {r["request_id"]: r["range"] for r in rows},
+                   {r["request_id"]: r["bound"] for r in rows if r["bound"] is not None and r["bound"] > 0},
+                   {r["request_id"]: r["weight"] for r in rows})
 
 
-def target_rows(per_request: DataFrame, target: Target, ranges: DataFrame) -> DataFrame:
+def target_rows(per_request: DataFrame, target: Target) -> DataFrame:
     """One row per request of the target at its K: ``request_id``, ``weight`` (1 for a macro mean),
-    per side ``i`` ``v{i}`` (the NDCG the mean counts: null when the request is not in the mean),
-    then ``dist`` (the request's unjudged range, from ``ranges``: :func:`request_ranges`) and
-    ``in_mean`` (whether it counts in the mean now). A mean counts the per-request NDCG as stage 2
-    does (0 for an empty ideal under ``empty_ideal: zero``); a comparison pairs the requests with an
-    ideal on both sides, as :func:`~ndcg_spark.compare` does.
+    per side ``i`` ``v{i}`` (the NDCG the mean counts: null when the request is not in the mean)
+    and ``in_mean`` (whether it counts in the mean now). A mean counts the per-request NDCG as
+    stage 2 does (0 for an empty ideal under ``empty_ideal: zero``); a comparison pairs the requests
+    with an ideal on both sides, as :func:`~ndcg_spark.compare` does.
     """
     if "no_results" in per_request.columns:  # a request the system returned nothing for: no candidate to judge
         per_request = per_request.filter(~F.coalesce(F.col("no_results"), F.lit(False)))
@@ -109,10 +127,8 @@ def target_rows(per_request: DataFrame, target: Target, ranges: DataFrame) -> Da
     joined = sides[0] if len(sides) == 1 else sides[0].join(sides[1], "request_id")
     weight = F.col("w0") if len(sides) == 1 else F.coalesce(F.col("w1"), F.col("w0"))
     in_mean = F.col("v0").isNotNull() if len(sides) == 1 else F.col("v0").isNotNull() & F.col("v1").isNotNull()
-    return joined.join(ranges, "request_id", "left").select(
-        "request_id", (weight if target.mean == "weighted" else F.lit(1.0)).alias("weight"),
-        *[F.col(f"v{i}") for i in range(len(sides))], F.coalesce("range", F.lit(0.0)).alias("dist"),
-        in_mean.alias("in_mean"))
+    return joined.select("request_id", (weight if target.mean == "weighted" else F.lit(1.0)).alias("weight"),
+                         *[F.col(f"v{i}") for i in range(len(sides))], in_mean.alias("in_mean"))
 
 
 def request_lists_of(row: Any, target: Target, tie_aware: bool) -> RequestLists | None:
@@ -134,22 +150,32 @@ def request_lists_of(row: Any, target: Target, tie_aware: bool) -> RequestLists 
     return RequestLists(row["request_id"], tuple(shown), tuple(row["judged_ideal"]), tuple(others))
 
 
-def request_ranges(lists: DataFrame, target: Target, scale: Scale, tie_aware: bool) -> DataFrame:
-    """``request_id, range``: each request's unjudged range on the target (requests with every list of
-    the target), computed by :func:`~ndcg_spark.judging.spread.value_range` on the executors."""
-    def unjudged_range(request_id, lists_, judged_ideal):
+def request_ranges(rows: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool,
+                   swings: DataFrame | None = None) -> DataFrame:
+    """``request_id, weight, range, bound`` for every request of the target (``rows``:
+    :func:`target_rows`): its unjudged range (:func:`~ndcg_spark.judging.spread.value_range`) and,
+    given the ``swings`` of its documents, an upper bound on what judging any first of them in swing
+    order settles per document (:func:`~ndcg_spark.judging.spread.settle_bound`, weighted; null
+    without ``swings``). One Python function per request on the executors, one pass over ``lists``."""
+    def measured(request_id, lists_, judged_ideal, docs, weight):
         request = request_lists_of({"request_id": request_id, "lists": lists_, "judged_ideal": judged_ideal},
                                    target, tie_aware)
-        if request is None:
-            return None
-        if not request.unjudged():
-            return 0.0
+        if request is None or not request.unjudged():
+            return 0.0, None
         low, high = value_range(request, scale)
-        return high - low
+        return high - low, None if docs is None else weight * settle_bound(request, scale, list(docs))
 
-    udf = F.udf(unjudged_range, "double")
-    out = lists.select("request_id", udf("request_id", "lists", "judged_ideal").alias("range"))
-    return out.filter(F.col("range").isNotNull())
+    reached = rows.select("request_id", "weight").join(lists, "request_id", "left")
+    if swings is not None:
+        order = swings.groupBy("request_id").agg(
+            F.transform(F.array_sort(F.collect_list(F.struct((-F.col("swing")).alias("s"), "doc_id"))),
+                        lambda x: x["doc_id"]).alias("docs"))
+        reached = reached.join(order, "request_id", "left")
+    else:
+        reached = reached.withColumn("docs", F.lit(None).cast("array<string>"))
+    udf = F.udf(measured, "struct<range: double, bound: double>")
+    out = reached.select("request_id", "weight", udf("request_id", "lists", "judged_ideal", "docs", "weight").alias("m"))
+    return out.select("request_id", "weight", "m.range", "m.bound")
 
 
 def _value(target: Target) -> Column:
@@ -159,7 +185,8 @@ def _value(target: Target) -> Column:
 
 def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     """:class:`TargetSums` of :func:`target_rows`' ``rows``: two small jobs (the largest weight, to
-    scale the exact sums; the sums). A weighted target refuses a missing or negative weight."""
+    scale the exact sums; the sums). A weighted target refuses a missing or negative weight (the
+    spread's weights are these too)."""
     invalid = F.col("weight").isNull() | F.isnan("weight") | (F.col("weight") < 0)
     stats = rows.agg(F.max("weight").alias("w"), F.count(F.when(invalid, 1)).alias("bad"),
                      F.min(F.when(invalid, F.col("request_id"))).alias("example")).first()
@@ -169,8 +196,7 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
                          "needs every weight (attributes.default_weight gives a missing one a value)")
     scale = FixedPoint.for_bound(2.0 * max(stats["w"] or 0.0, 1.0))
     weight, counted = F.col("weight"), F.col("in_mean")
-    terms = {"total": F.when(counted, weight * _value(target)), "count": F.when(counted, weight),
-             "spread_total": weight * F.col("dist"), "spread_count": weight}
+    terms = {"total": F.when(counted, weight * _value(target)), "count": F.when(counted, weight)}
     parts = [p for name, term in terms.items() for p in scale.parts(term, name)]
     sums = rows.select(*parts).agg(*[F.sum(p).alias(p) for name in terms for p in FixedPoint.names(name)])
     row = sums.select(*[F.coalesce(scale.value(name), F.lit(0.0)).alias(name) for name in terms]).first()
@@ -181,7 +207,9 @@ def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scal
     """The target's unjudged spread: the mean of its requests' unjudged ranges (weighted like the
     target), from the night's per-request table and its lists. What a plan's ``spread_remaining`` is
     a statement about."""
-    return target_sums(target_rows(per_request, target, request_ranges(lists, target, scale, tie_aware)), target).spread
+    rows = target_rows(per_request, target)
+    target_sums(rows, target)  # the weights checked
+    return Spread.of([r.asDict() for r in request_ranges(rows, lists, target, scale, tie_aware).collect()]).value
 
 
 def target_swings(graded: DataFrame, rows: DataFrame, target: Target, sums: TargetSums, empty_is_zero: bool,

@@ -35,8 +35,8 @@ def section_judging(data: Mapping[str, Any]) -> list[str]:
     first = min(rows, key=lambda r: r["plan_rank"])
     out = ["<h2 id='judging'>What to judge next</h2>",
            f"<p>The unjudged spread of {escape(describe_plan(first))} is <span class='num'>"
-           f"{escape(fmt_mean(first['spread_now']))}</span>: the mean, over its requests, of how far apart each "
-           "request's two what-ifs lie (every unjudged candidate judged at the lowest, or the highest grade). "
+           f"{escape(fmt_mean(first['spread_now']))}</span>: the mean, over its requests, of how far the grades "
+           "of each request's unjudged documents can move it (every grading of them). "
            "Below, the most of it the plan's first documents can leave once judged, whatever grades the judges "
            "give (<code>ndcg-spark judge-next</code>; docs/judging.md):</p>",
            "<table><tr><th>documents judged</th><th>spread left (at most)</th><th>settled (at least)</th>"
@@ -46,9 +46,6 @@ def section_judging(data: Mapping[str, Any]) -> list[str]:
         out.append("<tr>" + td(fmt_count(m["documents"])) + td(fmt_mean(m["remaining"])) + td(fmt_mean(m["settled"]))
                    + td(share) + td("yes" if m["exact"] else "no: at most", "l") + "</tr>")
     out.append("</table>")
-    if any(m["settled"] < 0 for m in milestones(rows)):
-        out.append("<p>A negative share: judged at the adverse grades, these documents can leave the two what-ifs "
-                   "further apart than now (they are two gradings, not an interval around the truth).</p>")
     out += ["<table><tr><th>#</th><th class='l'>request</th><th class='l'>document</th>"
             "<th class='l'>shown by (rank)</th><th>swing on the target</th></tr>"]
     for r in plan_head(rows):

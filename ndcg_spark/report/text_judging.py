@@ -66,8 +66,7 @@ def _share(share: float | None) -> str:
 
 def judging_summary(rows: Sequence[Row]) -> str:
     """One line: the spread now and the most the plan's first 100 / 500 / 1,000 (and all its)
-    documents can leave of it, with the share that settles whatever the grades (negative: judged at
-    the adverse grades, they can leave the what-ifs further apart than now; docs/judging.md)."""
+    documents can leave of it, with the share that settles whatever the grades (docs/judging.md)."""
     if not rows:
         return "judging plan: nothing unjudged reaches the target: no spread to settle"
     first = min(rows, key=lambda r: r["plan_rank"])
