@@ -133,6 +133,32 @@ def shuffles_sized_to(*inputs: DataFrame | None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def shuffles_for_rows(spark, rows: int, per_partition: int = 10_000) -> Iterator[None]:
+    """Inside the block, at least one shuffle partition per ``per_partition`` rows of the result to
+    come (``rows``, known beforehand): for a shuffle whose result is as large as its input -- each
+    request's whole lists, grouped -- where :func:`shuffles_sized_to`'s one partition per core would
+    make a cached partition too large for an executor's heap (a 1 GiB driver at 4M candidate rows).
+    A session with that many already keeps its setting.
+
+    >>> before = spark.conf.get("spark.sql.shuffle.partitions")
+    >>> spark.conf.set("spark.sql.shuffle.partitions", "2")
+    >>> with shuffles_for_rows(spark, 200_000):
+    ...     spark.conf.get("spark.sql.shuffle.partitions")
+    '20'
+    >>> with shuffles_for_rows(spark, 15_000):
+    ...     spark.conf.get("spark.sql.shuffle.partitions")
+    '2'
+    >>> spark.conf.set("spark.sql.shuffle.partitions", before)
+    """
+    wanted = -(-rows // per_partition)
+    if is_connect(spark) or wanted <= int(spark.conf.get(SHUFFLE_PARTITIONS)):
+        yield
+        return
+    with session_setting(spark, SHUFFLE_PARTITIONS, str(wanted)):
+        yield
+
+
 def _partitions_for_small(frames: list[DataFrame]) -> int | None:
     """The session's cores when ``frames`` fit in one advisory partition per core and that is
     fewer than ``spark.sql.shuffle.partitions``; else None."""

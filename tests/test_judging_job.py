@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import shutil
 
 import pytest
@@ -74,10 +75,12 @@ def test_the_command_writes_the_plan_the_judges_files_and_the_report(spark, job)
     assert len({(r["request_id"], r["doc_id"]) for r in plan}) == BUDGET  # one judgment per document
     assert {(r["target"], tuple(r["systems"]), r["k"], r["mean"]) for r in plan} == {("compare", ("hybrid", "bm25"), 10,
                                                                                       "macro")}
-    order = [(-r["swing"], r["request_id"], r["doc_id"]) for r in plan]
-    assert order == sorted(order)  # the tie rule
+    for request in {r["request_id"] for r in plan}:  # a request's documents in swing order (ties: doc id)
+        mine = [(-r["swing"], r["doc_id"]) for r in plan if r["request_id"] == request]
+        assert mine == sorted(mine)
     remaining = [r["spread_remaining"] for r in plan]
     assert plan[0]["spread_now"] > 0 and all(0 <= v for v in remaining) and remaining[-1] < plan[0]["spread_now"]
+    assert all(a >= b for a, b in itertools.pairwise([plan[0]["spread_now"], *remaining]))  # judging only narrows it
 
     # against the raw inputs: unjudged there, shown by exactly the systems listed, at those ranks
     candidates, judgments, attributes = _inputs(spark, data)

@@ -34,7 +34,7 @@ from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.errors import ContractError, InputError
-from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
+from ndcg_spark.frames import persist_coalesced, shuffles_for_rows, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
 from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
@@ -139,12 +139,13 @@ def judge_next(
                                              cache_handles=handles)
             scored = _kept(persist_coalesced(per_request), handles)
             target = Target.resolve(scored, spec.target, k, spec.mean, _sides(scored, spec, baseline, candidate))
-            rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
-            lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
-            scale = Scale.of(grade_gains, k)
             rows = target_rows(scored, target)
             sums = target_sums(rows, target)
-            swings = _kept(persist_coalesced(_swings(lists, rows, target, sums, contract)), handles)
+            rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
+            with shuffles_for_rows(candidates.sparkSession, sums.requests):  # each request's lists: as large as the input
+                lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
+                swings = _kept(persist_coalesced(_swings(lists, rows, target, sums, contract)), handles)
+            scale = Scale.of(grade_gains, k)
             measured = request_ranges(rows, lists, target, scale, tie_aware(contract), swings)
             spread = Spread.of([r.asDict() for r in measured.collect()])
             order = _ordered(swings, lists, target, scale, contract, spread, spec.budget)

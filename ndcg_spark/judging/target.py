@@ -73,10 +73,12 @@ class Target:
 
 @dataclass(frozen=True)
 class TargetSums:
-    """The target's mean over the per-request rows (exact sums): its numerator and denominator."""
+    """The target's mean over the per-request rows (exact sums): its numerator and denominator, and
+    how many requests the target has."""
 
     total: float
     count: float
+    requests: int
 
     @property
     def mean(self) -> float | None:
@@ -188,7 +190,7 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     scale the exact sums; the sums). A weighted target refuses a missing or negative weight (the
     spread's weights are these too)."""
     invalid = F.col("weight").isNull() | F.isnan("weight") | (F.col("weight") < 0)
-    stats = rows.agg(F.max("weight").alias("w"), F.count(F.when(invalid, 1)).alias("bad"),
+    stats = rows.agg(F.max("weight").alias("w"), F.count(F.when(invalid, 1)).alias("bad"), F.count("*").alias("n"),
                      F.min(F.when(invalid, F.col("request_id"))).alias("example")).first()
     if stats["bad"]:
         raise InputError(f"judging: {stats['bad']} request(s) of {target.describe()} have a missing, negative or NaN "
@@ -200,7 +202,7 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     parts = [p for name, term in terms.items() for p in scale.parts(term, name)]
     sums = rows.select(*parts).agg(*[F.sum(p).alias(p) for name in terms for p in FixedPoint.names(name)])
     row = sums.select(*[F.coalesce(scale.value(name), F.lit(0.0)).alias(name) for name in terms]).first()
-    return TargetSums(**row.asDict())
+    return TargetSums(**row.asDict(), requests=stats["n"])
 
 
 def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool) -> float:
