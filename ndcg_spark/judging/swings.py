@@ -81,7 +81,8 @@ def graded_rows(lists: DataFrame, contract: Contract,
     rows = rows.withColumn("_ranked", ranked).withColumn("_base", base)
     graded = F.transform(F.array(*[F.lit(float(g)) for g in gains]),
                          lambda x: _ndcg_at_every_k(contract, F.col("_ranked"), F.col("_base"), (doc, x)))
-    position = F.array_position(F.transform("items", lambda it: it["doc_id"]), doc)
+    # array_position by name: pyspark 3.5's F.array_position takes only a literal value, not a column
+    position = F.call_function("array_position", F.transform("items", lambda it: it["doc_id"]), doc)
     return rows.select("system", "pool_version", "request_id", "doc_id",
                        F.when(position > 0, position.cast("int")).alias("rank"), "now", graded.alias("graded"))
 
