@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.metrics.gain import gain
+from ndcg_spark.scoring.collecting import display_sort_key
 from ndcg_spark.scoring.columns import by_doc_id_descending
 from ndcg_spark.scoring.inputs import prepare_judgments
 
@@ -35,13 +36,7 @@ def request_lists(rows: DataFrame, judgments: DataFrame | None, contract: Contra
     its sort key (``(position, doc_id)``, ``(-score, doc_id)`` or, under ``ties: doc_id_desc``,
     ``(score, doc_id)`` sorted descending), its gain (null: unjudged) and whether it is judged.
     """
-    if contract.order == "position":
-        key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
-    elif by_doc_id_descending(contract):
-        key = [F.col("score").alias("o1"), F.col("doc_id").alias("o2")]
-    else:
-        key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
-    item = F.struct(*key, "doc_id", "gain", "judged", "system", "pool_version")
+    item = F.struct(*display_sort_key(contract), "doc_id", "gain", "judged", "system", "pool_version")
     grouped = rows.groupBy("request_id").agg(F.collect_list(item).alias("_all"))
     systems = F.array_distinct(F.transform("_all", lambda x: F.struct(x["system"].alias("system"),
                                                                        x["pool_version"].alias("pool_version"))))

@@ -12,7 +12,7 @@ hull of the curve. Ties: the request id, then the shorter step. Every plan is th
 one: a budget cuts the order, and each row states what its own prefix leaves.
 
 A curve point whose worst case would try more than :data:`MAX_GRADINGS` gradings is not computed
-(a request with many unjudged documents the lists count): no step ends there, and a row there
+(a request with many planned documents): no step ends there, and a row there
 states the last point computed before it (the most is then at most that, not exactly it).
 
 >>> curve = Curve("q1", 1.0, ("b", "c", "d"), {0: 0.6, 1: 0.5, 2: 0.1, 3: 0.0})

@@ -103,15 +103,21 @@ def _with_tie_groups(rows: DataFrame, ranked: Column, prefix: str = "") -> DataF
     ).withColumn(f"{prefix}tie_size", F.count(F.lit(1)).over(Window.partitionBy(*keys, f"{prefix}ranked", "score")))
 
 
+def display_sort_key(contract: Contract) -> list[Column]:
+    """A candidate's place in its list as two fields ``o1, o2`` that sort ascending in displayed
+    order: ``(position, doc_id)``, ``(-score, doc_id)``, or under ``ties: doc_id_desc``
+    ``(score, doc_id)``, sorted descending."""
+    if contract.order == "position":
+        return [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
+    if by_doc_id_descending(contract):
+        return [F.col("score").alias("o1"), F.col("doc_id").alias("o2")]
+    return [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
+
+
 def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
     """The fields of a list item, its sort key first: ``(position, doc_id)``, ``(-score, doc_id)``,
     or under ``ties: doc_id_desc`` ``(score, doc_id)``, sorted descending."""
-    if contract.order == "position":
-        sort_key = [F.col("position").alias("o1"), F.col("doc_id").alias("o2")]
-    elif by_doc_id_descending(contract):
-        sort_key = [F.col("score").alias("o1"), F.col("doc_id").alias("o2")]
-    else:
-        sort_key = [(-F.col("score")).alias("o1"), F.col("doc_id").alias("o2")]
+    sort_key = display_sort_key(contract)
     ties = [F.col("tie_start"), F.col("tie_size")] if tie_aware else []
     if tie_aware and contract.unjudged == "exclude" and contract.unjudged_gains is not None:
         ties += [F.col("all_tie_start"), F.col("all_tie_size")]
