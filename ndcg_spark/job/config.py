@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ndcg_spark.config.aggregate_spec import AggregateSpec
+from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.compare_spec import CompareSpec
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text, validate_identifier
 from ndcg_spark.config.contract import Contract
@@ -155,6 +156,11 @@ class AttributesConfig:
     weight: str | None = None
     default_weight: float | None = 1.0
     slices: tuple[str, ...] = ()
+
+    def of(self, table: Any) -> Attributes:
+        """The :class:`~ndcg_spark.config.attributes.Attributes` of this section over ``table`` (the
+        attributes input as read, or None)."""
+        return Attributes(table=table, weight=self.weight, default_weight=self.default_weight, slices=self.slices)
 
     @classmethod
     def parse(cls, value: Any, base: Path | None) -> AttributesConfig:

@@ -19,7 +19,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.errors import ContractError, InputError, spark_errors_as_input_errors
 from ndcg_spark.job.config import JobConfig, Source
@@ -69,13 +68,12 @@ def judging_stage(spark: SparkSession, config: JobConfig, run_id: str, spec: Jud
     folder = judging_dir(config) / safe_name(run_id)
     validation, _ = config.validation()
     with spark_errors_as_input_errors("judge-next"):
-        trailing = config.trailing_fields()
+        trailing = config.trailing_fields()  # read as stage 1 reads them, without its lineage listing
         candidates = read_source(spark, config.candidates, "inputs.candidates", trailing_fields=trailing)
         judgments = (read_source(spark, config.judgments, "inputs.judgments", trailing_fields=trailing)
                      if config.judgments else None)
-        attrs = config.attributes
-        attributes = Attributes(table=read_source(spark, attrs.source, "attributes") if attrs.source else None,
-                                weight=attrs.weight, default_weight=attrs.default_weight, slices=attrs.slices)
+        source = config.attributes.source
+        attributes = config.attributes.of(read_source(spark, source, "attributes") if source else None)
         validated = validate_inputs(candidates, judgments, config.contract, validation, attributes=attributes,
                                     system=config.system, pool_version=config.pool_version, run_id=run_id)
         try:

@@ -19,7 +19,6 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
-from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.job.lineage import InputRead, Replay, read_input, read_recorded
 from ndcg_spark.scoring.large import LARGE_REQUEST
 from ndcg_spark.scoring.score import score_requests
@@ -88,9 +87,7 @@ def _score_stage(
     # under the trec_eval preset a TREC file reads as trec_eval reads it: fields past the format's ignored
     trailing = config.trailing_fields()
     inputs, reads = _read_inputs(spark, config, replay, trailing)
-    attrs = config.attributes
-    attributes = Attributes(table=inputs.get("attributes"), weight=attrs.weight, default_weight=attrs.default_weight,
-                            slices=attrs.slices)
+    attributes = config.attributes.of(inputs.get("attributes"))
     validated = validate_inputs(inputs["inputs.candidates"], inputs.get("inputs.judgments"), config.contract, spec,
                                 attributes=attributes, system=config.system, pool_version=config.pool_version,
                                 run_id=run_id)

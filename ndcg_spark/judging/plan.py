@@ -42,6 +42,7 @@ from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
 from ndcg_spark.judging.target import (
     Spread,
     Target,
+    present,
     request_lists_of,
     request_ranges,
     target_rows,
@@ -138,7 +139,8 @@ def judge_next(
                                              pool_version=pool_version, attributes=attributes, validate=False,
                                              cache_handles=handles)
             scored = _kept(persist_coalesced(per_request), handles)
-            target = Target.resolve(scored, spec.target, k, spec.mean, _sides(scored, spec, baseline, candidate))
+            systems = present(scored)
+            target = Target.of(systems, spec.target, k, spec.mean, _sides(systems, spec, baseline, candidate))
             rows = target_rows(scored, target)
             sums = target_sums(rows, target)
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
@@ -163,7 +165,7 @@ def _kept(df: DataFrame, handles: list[DataFrame]) -> DataFrame:
     return df
 
 
-def _sides(per_request: DataFrame, spec: JudgingSpec, baseline: Any, candidate: Any) -> tuple[Side, ...]:
+def _sides(pairs: list[Any], spec: JudgingSpec, baseline: Any, candidate: Any) -> tuple[Side, ...]:
     """The target's sides: ``(candidate, baseline)`` of a comparison; the system of an aggregate."""
     if spec.target == "compare":
         if baseline is None or candidate is None:
@@ -172,7 +174,7 @@ def _sides(per_request: DataFrame, spec: JudgingSpec, baseline: Any, candidate: 
         return Side.parse(candidate, "compare.candidate"), Side.parse(baseline, "compare.baseline")
     chosen = spec.system or candidate
     if chosen is None:
-        systems = sorted({r.system for r in per_request.select("system").distinct().limit(100).collect()}, key=str)
+        systems = sorted({r.system for r in pairs}, key=str)
         if len(systems) != 1:
             raise ContractError("judging.system", f"name the system whose mean to settle: the night has {len(systems)} "
                                 f"({', '.join(map(str, systems[:10]))})")

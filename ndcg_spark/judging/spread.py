@@ -192,13 +192,12 @@ def worst_case(request: RequestLists, scale: Scale, planned: Sequence[str]) -> t
     return best[0], {d: scale.grade_of(best[1][d]) for d in docs}, best[0] - least <= 1e-12
 
 
-def settle_bound(request: RequestLists, scale: Scale, docs: Sequence[str]) -> float:
-    """An upper bound on what judging the first ``j`` of ``docs`` settles of the request's range per
-    document, over every ``j`` (``(range - left) / j``, ``left`` the most they can leave): ``left``
-    is at least what one grading of them leaves -- all at the lowest, or all at the highest gain --
-    so two ranges per prefix instead of its every grading."""
-    low, high = value_range(request, scale)
-    whole = high - low
+def settle_bound(request: RequestLists, scale: Scale, docs: Sequence[str], whole: float) -> float:
+    """An upper bound on what judging the first ``j`` of ``docs`` settles of the request's range
+    (``whole``: :func:`value_range`'s ends apart) per document, over every ``j`` (``(whole - left) /
+    j``, ``left`` the most they can leave): ``left`` is at least what one grading of them leaves --
+    all at the lowest, or all at the highest gain -- so two ranges per prefix instead of its every
+    grading."""
     best = whole / len(docs) if docs and set(docs) >= set(request.unjudged()) else 0.0
     gains = sorted(scale.gains)
     for j in range(1, len(docs) + 1):

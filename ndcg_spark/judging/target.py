@@ -34,7 +34,7 @@ from ndcg_spark.errors import InputError
 from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settle_bound, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
-__all__ = ["Spread", "Target", "TargetSums", "request_lists_of", "request_ranges", "target_rows", "target_spread",
+__all__ = ["Spread", "Target", "TargetSums", "present", "request_lists_of", "request_ranges", "target_rows", "target_spread",
            "target_sums", "target_swings"]
 
 
@@ -52,9 +52,14 @@ class Target:
     @classmethod
     def resolve(cls, per_request: DataFrame, kind: str, k: int, mean: str, sides: tuple[Side, ...]) -> Target:
         """The target of ``sides`` (Side: a system, optionally a pool version) with each side's pool
-        version read from the per-request rows; an :class:`InputError` names a system that is not
-        there, or that was scored over several pool versions without one named."""
-        present = per_request.select("system", "pool_version").distinct().limit(1000).collect()
+        version read from the per-request rows (:meth:`of` their :func:`present` systems)."""
+        return cls.of(present(per_request), kind, k, mean, sides)
+
+    @classmethod
+    def of(cls, present: list[Any], kind: str, k: int, mean: str, sides: tuple[Side, ...]) -> Target:
+        """The target of ``sides`` among the ``present`` (system, pool version) rows; an
+        :class:`InputError` names a system that is not there, or that was scored over several pool
+        versions without one named."""
         resolved = []
         for side in sides:
             pools = sorted({r.pool_version for r in present if r.system == side.system
@@ -69,6 +74,11 @@ class Target:
     def describe(self) -> str:
         """``hybrid's macro NDCG@10`` or ``the macro delta hybrid - bm25 of NDCG@10``."""
         return describe_target(self.kind, [system for system, _ in self.sides], self.mean, self.k)
+
+
+def present(per_request: DataFrame) -> list[Any]:
+    """The (system, pool version) pairs of a per-request table (one small job)."""
+    return per_request.select("system", "pool_version").distinct().limit(1000).collect()
 
 
 @dataclass(frozen=True)
@@ -165,7 +175,8 @@ def request_ranges(rows: DataFrame, lists: DataFrame, target: Target, scale: Sca
         if request is None or not request.unjudged():
             return 0.0, None
         low, high = value_range(request, scale)
-        return high - low, None if docs is None else weight * settle_bound(request, scale, list(docs))
+        whole = high - low
+        return whole, None if docs is None else weight * settle_bound(request, scale, list(docs), whole)
 
     reached = rows.select("request_id", "weight").join(lists, "request_id", "left")
     if swings is not None:
