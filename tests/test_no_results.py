@@ -316,8 +316,8 @@ def test_a_ranker_answering_fewer_shows_in_the_counts_the_trend_and_the_comparis
 
 def test_the_default_leaves_every_fingerprint_as_it_was():
     assert Contract().fingerprint == Contract(no_results="exclude").fingerprint != Contract(no_results="zero").fingerprint
-    assert Contract.from_dict({"preset": "ranking_evaluator"}).no_results == "zero"
-    assert Contract.from_dict({"preset": "trec_eval"}).no_results == "exclude"
+    assert Contract.from_dict({"preset": "ranking_evaluator"}).no_results.name == "zero"
+    assert Contract.from_dict({"preset": "trec_eval"}).no_results.name == "exclude"
 
 
 def test_a_night_read_back_keeps_its_new_columns_beside_older_nights(spark, tmp_path):

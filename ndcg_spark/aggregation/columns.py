@@ -6,6 +6,8 @@ from pyspark.sql import types as T
 
 __all__ = [
     "AGGREGATE_COLUMNS",
+    "AGGREGATE_LEGACY",
+    "AUDIT_LEGACY",
     "AUDIT_COLUMNS",
     "GROUP_KEYS",
     "INTERVAL_COLUMNS",
@@ -15,10 +17,11 @@ __all__ = [
     "STAMP_COLUMNS",
 ]
 
-#: What one aggregate row is "per" (besides the slice): never pooled across any of these.
-GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k")
+#: What one aggregate row is "per" (besides the slice): never pooled across any of these. A
+#: ``metric`` is a declared metric or one of its what-ifs (:func:`measures`).
+GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k", "metric")
 
-#: The per-request columns stage 2 reads (besides the slice columns of its spec).
+#: The per-request columns stage 2 reads (besides each metric's, and the slice columns of its spec).
 PER_REQUEST_INPUTS = (
     "run_id",
     "contract_fingerprint",
@@ -26,7 +29,6 @@ PER_REQUEST_INPUTS = (
     "system",
     "request_id",
     "k",
-    "ndcg",
     "empty_ideal",
     "n_candidates",
     "n_unjudged_in_top_k",
@@ -39,18 +41,31 @@ INTERVAL_COLUMNS = ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighte
 #: What an aggregate row was computed under and when, carried on to the audit.
 STAMP_COLUMNS = ("min_eligible", "ci_level", "code_version", "created_at")
 
+#: The aggregate's columns from before the ``metric`` column, on the rows of the metric it held (null on
+#: the others): legacy column -> (the column it copies, the ``metric`` of the row it copies it from)
+#: (:mod:`ndcg_spark.legacy`).
+AGGREGATE_LEGACY = {
+    "macro_ndcg": ("macro", "ndcg"),
+    "weighted_ndcg": ("weighted", "ndcg"),
+    "macro_ndcg_unjudged_low": ("macro", "ndcg_unjudged_low"),
+    "macro_ndcg_unjudged_high": ("macro", "ndcg_unjudged_high"),
+    "weighted_ndcg_unjudged_low": ("weighted", "ndcg_unjudged_low"),
+    "weighted_ndcg_unjudged_high": ("weighted", "ndcg_unjudged_high"),
+}
+
 #: The columns of the aggregate table, in order.
 AGGREGATE_COLUMNS = (
     "run_id",
     "system",
     "pool_version",
     "k",
+    "metric",
     "slice_dimension",
     "slice_value",
-    "macro_ndcg",
+    "macro",
     "macro_ci_low",
     "macro_ci_high",
-    "weighted_ndcg",
+    "weighted",
     "weighted_ci_low",
     "weighted_ci_high",
     "n_eligible",
@@ -60,17 +75,17 @@ AGGREGATE_COLUMNS = (
     "weight_eligible",
     "weight_all",
     "unjudged_share",
-    "macro_ndcg_unjudged_low",
-    "macro_ndcg_unjudged_high",
-    "weighted_ndcg_unjudged_low",
-    "weighted_ndcg_unjudged_high",
     "below_min_eligible",
     "min_eligible",
     "ci_level",
     "contract_fingerprint",
     "code_version",
     "created_at",
+    *AGGREGATE_LEGACY,
 )
+
+#: The audit's columns from before the ``metric`` column (as :data:`AGGREGATE_LEGACY`, same row).
+AUDIT_LEGACY = {"worst_macro_ndcg": ("worst_macro", "ndcg"), "overall_macro_ndcg": ("overall_macro", "ndcg")}
 
 #: The columns of the audit table, in order.
 AUDIT_COLUMNS = (
@@ -78,15 +93,16 @@ AUDIT_COLUMNS = (
     "system",
     "pool_version",
     "k",
+    "metric",
     "slice_dimension",
     "n_slices",
     "n_slices_ranked",
     "worst_slice_value",
-    "worst_macro_ndcg",
+    "worst_macro",
     "worst_ci_low",
     "worst_ci_high",
     "worst_n_eligible",
-    "overall_macro_ndcg",
+    "overall_macro",
     "gap_to_overall",
     "ci_below_overall",
     "min_eligible",
@@ -94,6 +110,7 @@ AUDIT_COLUMNS = (
     "contract_fingerprint",
     "code_version",
     "created_at",
+    *AUDIT_LEGACY,
 )
 
 #: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.job.lineage``).

@@ -187,7 +187,7 @@ def _swings(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: C
     at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
     graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
     n_gains = len({gain for _, gain in scale_of(contract)})
-    return target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
+    return target_swings(graded, rows, target, sums, not contract.empty_ideal.sets_aside, n_gains)
 
 
 @dataclass

@@ -93,7 +93,7 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
     without ``doc``, largest first: the list's ranked gains (an unjudged one 0), or the request's
     judged gains."""
     ranked = items
-    if contract.unjudged == "exclude":
+    if contract.unjudged.condenses:
         ranked = F.filter(items, lambda it: it["judged"] if doc is None else it["judged"] | (it["doc_id"] == doc))
     if tie_aware(contract):
         ranked = F.transform(ranked, lambda it: F.struct(
@@ -190,7 +190,7 @@ def judging_swings(
     now = F.element_at("now", slot)
     at_grades = F.transform("graded", lambda g: F.coalesce(F.element_at(g, slot), F.lit(0.0)))
     low, high = F.array_min(at_grades), F.array_max(at_grades)
-    empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
+    empty = contract.empty_ideal.column()
     return exploded.select("system", "pool_version", "request_id", "doc_id", "k", "rank",
                            F.coalesce(now, empty).alias("ndcg"), low.alias("ndcg_min"), high.alias("ndcg_max"),
                            (high - low).alias("swing"))

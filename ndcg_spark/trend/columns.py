@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS
 from ndcg_spark.config.trend_spec import SHIFTS, TREND_FLAGS
 
-__all__ = ["MEANS_AND_DENOMINATORS", "RUN_AND_GROUP", "SERIES_KEYS", "TREND_COLUMNS"]
+__all__ = ["MEANS_AND_DENOMINATORS", "RUN_AND_GROUP", "SERIES_KEYS", "TREND_COLUMNS", "TREND_LEGACY"]
 
-#: One series: a system's NDCG at one K in one slice, night after night.
-SERIES_KEYS = ("system", "k", "slice_dimension", "slice_value")
+#: One series: a system's metric at one K in one slice, night after night.
+SERIES_KEYS = ("system", "k", "metric", "slice_dimension", "slice_value")
 
-#: The aggregate row's means, intervals and denominators (``macro_ndcg`` … ``n_requests``), carried as they are.
-MEANS_AND_DENOMINATORS = AGGREGATE_COLUMNS[
-    AGGREGATE_COLUMNS.index("macro_ndcg"): AGGREGATE_COLUMNS.index("n_requests") + 1
-]
+#: The aggregate row's means, intervals and denominators, carried as they are.
+MEANS_AND_DENOMINATORS = ("macro", "macro_ci_low", "macro_ci_high", "weighted", "weighted_ci_low", "weighted_ci_high",
+                          "n_eligible", "n_empty_ideal", "n_no_results", "n_requests")
 
-#: The aggregate row's run and group (``run_id`` … ``slice_value``), first on a trend row too.
-RUN_AND_GROUP = AGGREGATE_COLUMNS[: AGGREGATE_COLUMNS.index("macro_ndcg")]
+#: The aggregate row's run and group, first on a trend row too.
+RUN_AND_GROUP = ("run_id", "system", "pool_version", "k", "metric", "slice_dimension", "slice_value")
+
+#: The trend's columns from before the ``metric`` column, on the NDCG rows (:mod:`ndcg_spark.legacy`).
+TREND_LEGACY = {"macro_ndcg": ("macro", "ndcg"), "weighted_ndcg": ("weighted", "ndcg")}
 
 #: The columns of the trend, in order.
 TREND_COLUMNS = (
@@ -39,4 +40,5 @@ TREND_COLUMNS = (
     "flag",
     *[f.threshold for f in SHIFTS],
     *[f.column for f in TREND_FLAGS if f.kind == "move"],
+    *TREND_LEGACY,
 )
