@@ -39,6 +39,7 @@ from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
 from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
 from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
+from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.target import (
     Spread,
     Target,
@@ -124,6 +125,9 @@ def judge_next(
     """
     spec = spec or JudgingSpec()
     contract = (contract or Contract()).resolve(candidates.columns)
+    if NDCG.name not in contract.metric_names:
+        raise ContractError("contract.metrics", f"judge-next plans what settles NDCG, and the contract declares "
+                            f"{', '.join(contract.metric_names)}: add {NDCG.name} to contract.metrics")
     grade_gains = scale_of(contract)
     k = spec.cutoff(contract)
     attributes = attributes or Attributes()
@@ -141,7 +145,7 @@ def judge_next(
             scored = _kept(persist_coalesced(per_request), handles)
             systems = present(scored)
             target = Target.of(systems, spec.target, k, spec.mean, _sides(systems, spec, baseline, candidate))
-            rows = target_rows(scored, target)
+            rows = target_rows(scored, target, scores_no_results=not contract.no_results.sets_aside)
             sums = target_sums(rows, target)
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
             with shuffles_for_rows(candidates.sparkSession, sums.requests):  # each request's lists: as large as the input

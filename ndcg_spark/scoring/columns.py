@@ -75,13 +75,18 @@ def metrics_columns(
     return out
 
 
-def scored(contract: Contract, metric: Metric, ranked: RankedList, k: int) -> Column:
-    """``metric`` of ``ranked`` at ``k``, its own empty ideal scored as the contract's ``empty_ideal``
-    says (null when it sets requests aside, else 0): a what-if's value."""
+def value_of(metric: Metric, ranked: RankedList, k: int) -> Column:
+    """``metric`` of the list ``ranked`` at ``k`` from its components; null without an ideal."""
     def c(name: str) -> Column:
         return COMPONENTS[name].compute(ranked, k)
 
-    return F.when(metric.has_ideal(c), metric.value(c, k)).otherwise(contract.empty_ideal.column())
+    return F.when(metric.has_ideal(c), metric.value(c, k))
+
+
+def scored(contract: Contract, metric: Metric, ranked: RankedList, k: int) -> Column:
+    """``metric`` of ``ranked`` at ``k``, its own empty ideal scored as the contract's ``empty_ideal``
+    says (null when it sets requests aside, else 0): a what-if's value."""
+    return value_of(metric, ranked, k).otherwise(contract.empty_ideal.column())
 
 
 def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:

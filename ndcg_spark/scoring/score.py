@@ -29,6 +29,7 @@ from ndcg_spark.scoring.columns import INTEGRAL_TYPES, metric_column, per_k_fiel
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
 from ndcg_spark.scoring.no_results import with_no_results
+from ndcg_spark.validation.accounting import quarantined_lists
 from ndcg_spark.validation.shell_check import shell_check
 
 
@@ -92,7 +93,9 @@ def score_requests(
         it stays cached for the session, one per call (``spark.catalog.clearCache()`` releases
         them all; a result read after that is computed again from its inputs).
     set_aside : ``request_id``, ``system``, ``pool_version`` of lists the input check quarantined
-        (``ValidatedInputs.set_aside``): not counted as returning nothing.
+        (``ValidatedInputs.set_aside``): not counted as returning nothing. When None and
+        ``candidates`` is the frame :func:`~ndcg_spark.validation.validate.validate_inputs` returned,
+        the lists it quarantined (:func:`~ndcg_spark.validation.accounting.quarantined_lists`).
 
     Returns
     -------
@@ -121,6 +124,8 @@ def score_requests(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     attributes = attributes or Attributes()
+    if set_aside is None:  # the validated frame of candidates knows the lists its check quarantined
+        set_aside = quarantined_lists(candidates)
     # the calls' own jobs (the check, the dense aggregation) on few partitions when the input is small
     with shuffles_sized_to(candidates, judgments, attributes.table):
         if validate:
