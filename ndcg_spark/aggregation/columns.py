@@ -1,8 +1,15 @@
-"""The columns stage 2 reads and writes: the aggregate, audit and run-metadata tables."""
+"""The columns stage 2 reads and writes: the aggregate, audit and run-metadata tables.
+
+The tables are declared, with their types and meanings, in :mod:`ndcg_spark.config.schemas`; this
+module names them for stage 2, with the groups of columns it computes together.
+
+>>> AGGREGATE_COLUMNS[4:8], RUN_METADATA_SCHEMA["row_counts"].dataType.simpleString()
+(('metric', 'slice_dimension', 'slice_value', 'macro'), 'map<string,bigint>')
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import types as T
+from ndcg_spark.config.schemas import AGGREGATE, AGGREGATE_LEGACY, AUDIT, AUDIT_LEGACY, INPUT_READ, RUN_METADATA
 
 __all__ = [
     "AGGREGATE_COLUMNS",
@@ -41,103 +48,15 @@ INTERVAL_COLUMNS = ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighte
 #: What an aggregate row was computed under and when, carried on to the audit.
 STAMP_COLUMNS = ("min_eligible", "ci_level", "code_version", "created_at")
 
-#: The aggregate's columns from before the ``metric`` column, on the rows of the metric it held (null on
-#: the others): legacy column -> (the column it copies, the ``metric`` of the row it copies it from)
-#: (:mod:`ndcg_spark.legacy`).
-AGGREGATE_LEGACY = {
-    "macro_ndcg": ("macro", "ndcg"),
-    "weighted_ndcg": ("weighted", "ndcg"),
-    "macro_ndcg_unjudged_low": ("macro", "ndcg_unjudged_low"),
-    "macro_ndcg_unjudged_high": ("macro", "ndcg_unjudged_high"),
-    "weighted_ndcg_unjudged_low": ("weighted", "ndcg_unjudged_low"),
-    "weighted_ndcg_unjudged_high": ("weighted", "ndcg_unjudged_high"),
-}
+#: The columns of the aggregate table, in order (declared in :data:`ndcg_spark.config.schemas.AGGREGATE`,
+#: its legacy columns :data:`AGGREGATE_LEGACY` last).
+AGGREGATE_COLUMNS = AGGREGATE.names
 
-#: The columns of the aggregate table, in order.
-AGGREGATE_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "k",
-    "metric",
-    "slice_dimension",
-    "slice_value",
-    "macro",
-    "macro_ci_low",
-    "macro_ci_high",
-    "weighted",
-    "weighted_ci_low",
-    "weighted_ci_high",
-    "n_eligible",
-    "n_empty_ideal",
-    "n_no_results",
-    "n_requests",
-    "weight_eligible",
-    "weight_all",
-    "unjudged_share",
-    "below_min_eligible",
-    "min_eligible",
-    "ci_level",
-    "contract_fingerprint",
-    "code_version",
-    "created_at",
-    *AGGREGATE_LEGACY,
-)
-
-#: The audit's columns from before the ``metric`` column (as :data:`AGGREGATE_LEGACY`, same row).
-AUDIT_LEGACY = {"worst_macro_ndcg": ("worst_macro", "ndcg"), "overall_macro_ndcg": ("overall_macro", "ndcg")}
-
-#: The columns of the audit table, in order.
-AUDIT_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "k",
-    "metric",
-    "slice_dimension",
-    "n_slices",
-    "n_slices_ranked",
-    "worst_slice_value",
-    "worst_macro",
-    "worst_ci_low",
-    "worst_ci_high",
-    "worst_n_eligible",
-    "overall_macro",
-    "gap_to_overall",
-    "ci_below_overall",
-    "min_eligible",
-    "ci_level",
-    "contract_fingerprint",
-    "code_version",
-    "created_at",
-    *AUDIT_LEGACY,
-)
+#: The columns of the audit table, in order (:data:`ndcg_spark.config.schemas.AUDIT`; :data:`AUDIT_LEGACY` last).
+AUDIT_COLUMNS = AUDIT.names
 
 #: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.job.lineage``).
-INPUT_READ_SCHEMA = T.StructType(
-    [
-        T.StructField("role", T.StringType(), False),
-        T.StructField("source", T.StringType(), False),
-        T.StructField("table", T.StringType(), True),
-        T.StructField("path", T.StringType(), True),
-        T.StructField("format", T.StringType(), False),
-        T.StructField("version", T.LongType(), True),
-        T.StructField("fingerprint", T.StringType(), True),
-        T.StructField("files", T.LongType(), True),
-        T.StructField("bytes", T.LongType(), True),
-    ]
-)
+INPUT_READ_SCHEMA = INPUT_READ.struct_type()
 
-#: The run-metadata table: one row per run.
-RUN_METADATA_SCHEMA = T.StructType(
-    [
-        T.StructField("run_id", T.StringType(), False),
-        T.StructField("contract_fingerprint", T.StringType(), False),
-        T.StructField("contract", T.StringType(), False),
-        T.StructField("aggregate_spec", T.StringType(), False),
-        T.StructField("row_counts", T.MapType(T.StringType(), T.LongType(), False), False),
-        T.StructField("code_version", T.StringType(), False),
-        T.StructField("created_at", T.TimestampType(), False),
-        T.StructField("inputs", T.ArrayType(INPUT_READ_SCHEMA, False), True),
-    ]
-)
+#: The run-metadata table: one row per run (:data:`ndcg_spark.config.schemas.RUN_METADATA`).
+RUN_METADATA_SCHEMA = RUN_METADATA.struct_type()

@@ -29,10 +29,12 @@ from ndcg_spark.metrics.slices import percentile_interval
 
 __all__ = ["GROUPS_PER_PASS", "bootstrap_intervals"]
 
-#: bootstrap groups pivoted into columns per pass over the data: 8 kept the generated code of the
-#: replicate expansion's loop under the JVM's 8 KB JIT limit (measured: 3.8 KB for 8 groups); the
-#: replicates are now summed in numpy, and the pivot's width still grows with it (not re-measured)
-GROUPS_PER_PASS = 8
+#: bootstrap groups pivoted into columns per pass over the data. 8 kept the generated code of a
+#: replicate expansion's loop under the JVM's 8 KB JIT limit, when Spark expanded the replicates; they
+#: are summed in numpy now, and with a group per metric and what-if (2 systems x 4 K x 6 on the demo:
+#: 48) every pass more read the rows again: stage 2 of the demo's night 62 s at 8, 20.5 s at 48, the
+#: same bits (a group's sums do not depend on the others pivoted beside it)
+GROUPS_PER_PASS = 64
 
 
 

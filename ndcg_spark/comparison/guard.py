@@ -136,6 +136,6 @@ def _refusal(joined: DataFrame, found: Row, spec: CompareSpec, sides: Sides, ver
         f"{spec.baseline.describe()}: {' and '.join(reasons)}. A reranker comparison assumes both ranked the "
         "same candidates; here a difference in NDCG can come from the pool (what was retrieved) rather than "
         "from the ranking. Set compare.kind: end_to_end to compare them end to end — NDCG against one "
-        "shared ideal from the judgments, with each side's candidate recall reported — or compare two "
+        "shared ideal from the judgments, with each side's pool recall reported — or compare two "
         "rankings of the same pool."
     )

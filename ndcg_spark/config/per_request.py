@@ -2,9 +2,11 @@
 
 The columns depend on the contract's metrics (:mod:`ndcg_spark.measures`): each metric's components
 and value, and its two what-ifs, in the places below; with the default ``[ndcg]`` they are the
-table's columns from before metrics were declared. Below both stage 1 (:mod:`ndcg_spark.scoring`)
-and what checks its inputs (:mod:`ndcg_spark.validation`): a request attribute must not take one of
-these names (:class:`~ndcg_spark.config.attributes.Attributes`).
+table's columns from before metrics were declared. They are declared, with their types and
+meanings, in :func:`ndcg_spark.config.schemas.per_request_schema`; this module names them for the
+code. Below both stage 1 (:mod:`ndcg_spark.scoring`) and what checks its inputs
+(:mod:`ndcg_spark.validation`): a request attribute must not take one of these names
+(:class:`~ndcg_spark.config.attributes.Attributes`).
 
 >>> per_request_columns(("ndcg",))[4:10]
 ('k', 'dcg', 'idcg', 'ndcg', 'empty_ideal', 'no_results')
@@ -16,23 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ndcg_spark.measures import COMPONENTS, LEGACY_METRIC, METRICS, what_if_names
+from ndcg_spark.config import schemas
+from ndcg_spark.config.schemas import component_names, names
+from ndcg_spark.measures import LEGACY_METRIC, METRICS, what_if_names
 
 __all__ = ["PER_REQUEST_COLUMNS", "REQUEST_KEYS", "RESERVED_COLUMNS", "STAMP_COLUMNS", "component_names",
            "metrics_in", "per_k_fields", "per_request_columns"]
 
 #: What makes a request: nothing is ever ranked across two of them.
-REQUEST_KEYS = ("system", "pool_version", "request_id")
+REQUEST_KEYS = names(schemas.REQUEST_KEYS)
 #: After the slice columns.
-STAMP_COLUMNS = ("contract_fingerprint",)
+STAMP_COLUMNS = schemas.per_request_schema(()).around_slices[1]
 #: A request's flags and counts, after the metrics' values (the same whatever the metrics).
-FLAGS_AND_COUNTS = ("empty_ideal", "no_results", "n_candidates", "n_judged", "n_positive", "n_unjudged_in_top_k")
-
-
-def component_names(metrics: Iterable[str]) -> tuple[str, ...]:
-    """The components the metrics read, each once, in :data:`~ndcg_spark.measures.COMPONENTS`' order."""
-    wanted = {c for m in metrics for c in METRICS[m].components}
-    return tuple(c for c in COMPONENTS if c in wanted)
+FLAGS_AND_COUNTS = names(schemas.REQUEST_FLAGS)
 
 
 def per_k_fields(metrics: Sequence[str]) -> tuple[str, ...]:
@@ -43,14 +41,7 @@ def per_k_fields(metrics: Sequence[str]) -> tuple[str, ...]:
 
 def per_request_columns(metrics: Sequence[str]) -> tuple[str, ...]:
     """The per-request table's columns, in order, for these metrics (slice columns follow ``weight``)."""
-    return (
-        "run_id", *REQUEST_KEYS, "k",
-        *component_names(metrics),
-        *metrics,
-        *FLAGS_AND_COUNTS,
-        *[w for m in metrics for w in what_if_names(m)],
-        "weight",
-    )
+    return schemas.per_request_schema(metrics).around_slices[0]
 
 
 def metrics_in(columns: Iterable[str]) -> tuple[str, ...]:

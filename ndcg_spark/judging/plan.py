@@ -33,6 +33,7 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.judging_spec import JudgingSpec
+from ndcg_spark.config.schemas import JUDGING_PLAN
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_for_rows, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
@@ -55,16 +56,11 @@ from ndcg_spark.validation.shell_check import shell_check
 
 __all__ = ["PLAN_COLUMNS", "PLAN_FIELDS", "PLAN_SCHEMA", "judge_next"]
 
-#: the judging plan's columns and their types (the table ``ndcg-spark judge-next`` writes)
-PLAN_FIELDS = (
-    ("run_id", "string"), ("target", "string"), ("systems", "array<string>"), ("k", "int"), ("mean", "string"),
-    ("plan_rank", "int"), ("request_id", "string"), ("doc_id", "string"),
-    ("shown_by", "array<struct<system: string, pool_version: string, rank: int>>"), ("swing", "double"),
-    ("spread_now", "double"), ("spread_remaining", "double"), ("remaining_exact", "boolean"),
-    ("worst_case_grade", "double"), ("contract_fingerprint", "string"),
-)
-PLAN_COLUMNS = tuple(name for name, _ in PLAN_FIELDS)
-PLAN_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in PLAN_FIELDS)
+#: the judging plan's columns and their types (the table ``ndcg-spark judge-next`` writes; declared in
+#: :data:`ndcg_spark.config.schemas.JUDGING_PLAN`)
+PLAN_FIELDS = tuple((c.name, c.type) for c in JUDGING_PLAN.columns)
+PLAN_COLUMNS = JUDGING_PLAN.names
+PLAN_SCHEMA = JUDGING_PLAN.ddl
 
 
 def judge_next(

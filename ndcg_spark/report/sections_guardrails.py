@@ -35,6 +35,7 @@ from ndcg_spark.report.format import (
     safe_name,
     td,
 )
+from ndcg_spark.measures import LEGACY_METRIC
 from ndcg_spark.report.panel import label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 from ndcg_spark.report.text_guardrails import (
@@ -117,7 +118,7 @@ def _glance(overall: Sequence[Row], offline: Row | None) -> str:
     """``NDCG@5 +0.0912 [...] · latency_p95 +29.8% (fail) · …``: every overall guardrail beside the
     headline metric's delta."""
     if offline is None:
-        parts = ["<span class='sub'>offline metric: no comparison row</span>"]
+        parts = [f"<span class='sub'>{escape(label(LEGACY_METRIC))}: no comparison row</span>"]
     else:
         interval = fmt_interval(offline.get("delta_macro_ci_low"), offline.get("delta_macro_ci_high"), fmt_delta)
         parts = [f"{escape(label(metric_of(offline), offline.get('k')))} <span class='num'>"

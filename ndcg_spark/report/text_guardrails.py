@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from ndcg_spark.config.statistic import Statistic
 from ndcg_spark.report.format import OVERALL, fmt_count, fmt_delta, fmt_interval, fmt_points, fmt_share, sort_key
+from ndcg_spark.measures import LEGACY_METRIC
 from ndcg_spark.report.panel import declared, label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 
@@ -199,7 +200,7 @@ def release_counts(rows: Sequence[Row]) -> tuple[str, str] | None:
 
 def _offline_words(row: Row | None) -> str:
     if row is None:
-        return "offline metric: no comparison row"
+        return f"{label(LEGACY_METRIC)}: no comparison row"
     interval = fmt_interval(row.get("delta_macro_ci_low"), row.get("delta_macro_ci_high"), fmt_delta)
     return f"{label(metric_of(row), row.get('k'))} {fmt_delta(row.get('delta_macro'))}" + (f" {interval}" if interval else "")
 
