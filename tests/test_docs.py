@@ -257,12 +257,14 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     fingerprint = shipped.contract.fingerprint
     run, compared = _printed(ran, "ndcg-spark", "run"), _printed(ran, "ndcg-spark", "compare", "--config", "conf/local.yaml")
     assert re.search(r"rows read = rows scored \+ rows quarantined: candidates ([0-9,]+) = \1 \+ 0", run), run
-    assert f"contract {fingerprint}; NDCG ideal: contract; 1000 bootstrap replicates (95% intervals), " \
+    assert f"contract {fingerprint}; ideal: contract; 1000 bootstrap replicates (95% intervals), " \
            "1000 sign flips over random groups (1024 per slice cell), seed 0" in compared
     report = root / "reports" / NIGHT / "report.html"
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
 
-    oracle = score_sample_folder(spark, data)
+    assert shipped.contract.metric_names == ("ndcg", "recall")  # recall@K beside NDCG, and each one's what-ifs
+    measures = ("ndcg", "recall", "ndcg_unjudged_low", "ndcg_unjudged_high", "recall_unjudged_low", "recall_unjudged_high")
+    oracle = score_sample_folder(spark, data, metrics=("ndcg", "recall"))
     per_request = _night(spark, warehouse, "per_request").collect()
     # hybrid times out on a few requests: no candidates, so no oracle row; a row here, flagged and set aside
     answered = [r for r in per_request if not r.no_results]
@@ -273,24 +275,26 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     for r in answered:
         want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
         assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
+        assert r.recall == pytest.approx(want["recall"], abs=EPS) and r.n_relevant == want["n_relevant"]
         assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == fingerprint
 
     dims = shipped.aggregate_spec().slices
     attributes = spark.read.parquet(str(data / "attributes"))
     cells = 1 + sum(attributes.select(d).distinct().count() for d in dims)
     aggregates = _night(spark, warehouse, "aggregate")
-    assert aggregates.count() == 2 * 4 * cells
-    for r in aggregates.filter("slice_dimension = 'overall'").collect():
-        values = [v["ndcg"] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
+    assert aggregates.count() == 2 * 4 * cells * len(measures)
+    assert {r.metric for r in aggregates.select("metric").distinct().collect()} == set(measures)
+    for r in aggregates.filter("slice_dimension = 'overall' AND metric IN ('ndcg', 'recall')").collect():
+        values = [v[r.metric] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
         eligible = [v for v in values if v is not None]
-        assert r.macro_ndcg == pytest.approx(statistics.fmean(eligible), abs=EPS)
+        assert r.macro == pytest.approx(statistics.fmean(eligible), abs=EPS)
         assert (r.n_eligible, r.n_requests, r.min_eligible, r.ci_level) == (len(eligible), SAMPLE_REQUESTS, 30, 0.95)
         assert r.n_no_results == SAMPLE_REQUESTS - len(values)
-    assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims)
+    assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims) * len(measures)
     assert _night(spark, warehouse, "run_metadata").first().contract_fingerprint == fingerprint
     comparison = _night(spark, warehouse, "comparison")
-    assert comparison.count() == 4 * cells
-    row = comparison.filter("slice_dimension = 'overall' AND k = 10").first()
+    assert comparison.count() == 4 * cells * len(measures)
+    row = comparison.filter("slice_dimension = 'overall' AND k = 10 AND metric = 'ndcg'").first()
     b = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("bm25|") and k == 10}
     h = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("hybrid|") and k == 10}
     paired = [rid for rid in b if b[rid]["ndcg"] is not None and rid in h and h[rid]["ndcg"] is not None]
@@ -337,7 +341,7 @@ def test_dashboard_sql_gives_the_aggregate_tables_overall_means(sql_results):
     by_query = {statement: rows for _, statement, rows in sql_results}
     dashboard = next(rows for statement, rows in by_query.items() if "avg(p.ndcg)" in statement)
     overall = next(rows for statement, rows in by_query.items() if "FROM aggregate a" in statement)
-    means = {(r["system"], r["k"]): r["macro_ndcg"] for r in overall}
+    means = {(r["system"], r["k"]): r["macro"] for r in overall}
     assert len(dashboard) == len(means) > 0
     for row in dashboard:
         assert row["macro_ndcg"] == pytest.approx(means[(row["system"], row["k"])], abs=1e-12)

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 #: What one aggregate row is "per" (besides the slice): never pooled across any of these. A
-#: ``metric`` is a declared metric or one of its what-ifs (:func:`measures`).
+#: ``metric`` is a declared metric or one of its what-ifs (:mod:`ndcg_spark.measures`).
 GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k", "metric")
 
 #: The per-request columns stage 2 reads (besides each metric's, and the slice columns of its spec).

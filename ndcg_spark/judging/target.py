@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.judging_spec import describe_target
 from ndcg_spark.errors import InputError
+from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settle_bound, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
@@ -137,7 +138,7 @@ def target_rows(per_request: DataFrame, target: Target, scores_no_results: bool 
     for i, (system, pool) in enumerate(target.sides):
         rows = per_request.filter((F.col("system") == system) & F.col("pool_version").eqNullSafe(F.lit(pool))
                                   & (F.col("k") == target.k))
-        ndcg = F.col("ndcg").cast("double")
+        ndcg = F.col(NDCG.name).cast("double")  # a plan settles NDCG (judge_next refuses a contract without it)
         counted = ndcg if target.kind == "aggregate" else F.when(~F.col("empty_ideal"), ndcg)
         sides.append(rows.select(F.col("request_id").cast("string").alias("request_id"),
                                  F.col("weight").cast("double").alias(f"w{i}"), counted.alias(f"v{i}")))
