@@ -99,6 +99,33 @@ def data():
             "metadata": None, "chart_k": 10, "trend": trend}
 
 
+def _with_panel(data: dict) -> dict:
+    """``data`` with recall@K declared beside NDCG: a panel row per system and K, recall's deltas."""
+    panel = [dict(r, metric="recall", macro=r["macro"] + 0.1, macro_ci_low=r["macro_ci_low"] + 0.1,
+                  macro_ci_high=r["macro_ci_high"] + 0.1, n_eligible=r["n_eligible"] - (7 if r["system"] == "hybrid" else 0))
+             for r in data["aggregates"]]
+    recall = [dict(c, metric="recall", delta_macro=0.0123, delta_macro_ci_low=0.0101, delta_macro_ci_high=0.0144)
+              for c in data["comparisons"]]
+    return dict(data, metrics=["ndcg", "recall"], panel=panel, comparisons=data["comparisons"] + recall)
+
+
+def test_first_screen_shows_the_other_metrics_beside_the_headline(data):
+    """recall@K declared beside NDCG: a compact table at the chart K, each mean with its interval and its
+    eligible count where it differs from the headline's; each comparison line adds recall's delta."""
+    first = _first_screen(render_html(_with_panel(data)))
+    panel = first[first.index("<table class='panel'>"):]
+    panel = panel[:panel.index("</table>")]
+    assert "macro recall@10 [interval]" in panel and "recall@5" not in panel  # the chart K only
+    rows = {re.search(r"<b>(\w+)</b>", row).group(1): row for row in panel.split("<tr data-headline='panel'>")[1:]}
+    bm25 = next(r for r in data["aggregates"] if r["system"] == "bm25" and r["k"] == 10)
+    assert fmt_mean(bm25["macro"] + 0.1) in rows["bm25"] and "eligible" not in rows["bm25"]  # the headline's count
+    assert "1,827 eligible" in rows["hybrid"]  # 7 fewer than NDCG's 1,834
+    verdict = next(line for line in first.split("<li ") if "hybrid vs bm25 @10" in line)
+    assert "recall@10 <span class='num'>+0.0123</span> <span class='ci'>[+0.0101, +0.0144]</span>" in verdict
+    assert "recall" not in next(line for line in first.split("<li ") if "hybrid vs bm25 @5" in line)
+    assert first.count("data-headline='verdict'") == 3  # the headline metric's lines only
+
+
 def _section(page: str, start: str, end: str) -> str:
     return page[page.index(start):page.index(end, page.index(start))]
 
@@ -242,6 +269,7 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     binary = _chromium()
     if binary is None:
         pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
+    data = _with_panel(data)  # recall@K beside NDCG: the panel must fit too
     page = render_html(data)
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
@@ -268,7 +296,8 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     # the page's viewport in a 1400x900 window: less than 900 tall (the window's own frame), so stricter
     assert measured["width"] == 1400 and measured["height"] <= 900 and measured["scrollY"] == 0
     items = measured["items"]
-    assert len(items) == len(data["aggregates"]) + 3  # every headline row and verdict line, measured
+    systems = {r["system"] for r in data["aggregates"]}
+    assert len(items) == len(data["aggregates"]) + 3 + len(systems)  # every headline row, panel row, verdict line
     below_the_fold = [it for it in items if not 0 <= it["top"] < it["bottom"] <= measured["height"]]
     assert not below_the_fold, below_the_fold
     shown = " ".join(it["text"] for it in items)

@@ -218,10 +218,12 @@ def _declared(sides: Sides, contract: Contract | None) -> dict[str, Metric]:
     or without one each metric's defaults."""
     if contract is None:
         return {name: METRICS[name]() for name in sides.metrics}
-    if contract.fingerprint != sides.contract_fingerprint:
+    scored = [c for c in contract.resolutions() if c.fingerprint == sides.contract_fingerprint]
+    if not scored:
+        given = " or ".join(c.fingerprint for c in contract.resolutions())
         raise InputError(f"compare: the per-request rows were scored under contract {sides.contract_fingerprint}, "
-                         f"but the contract given is {contract.fingerprint}; pass the run's contract")
-    return {name: contract.metric(name) for name in sides.metrics}
+                         f"but the contract given is {given}; pass the run's contract")
+    return {name: scored[0].metric(name) for name in sides.metrics}
 
 
 def _compared(sides: Sides, check: PoolCheck, metrics: dict[str, Metric]) -> tuple[str, ...]:

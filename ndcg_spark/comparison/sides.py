@@ -140,8 +140,10 @@ def _side_with_pool(
     """One side's rows joined to its pool summary, every column but the keys prefixed: each measure's
     value, each metric's components and their shared ideal (``<component>_known``)."""
     components = component_names(sides.metrics)
+    # a list's own components (an end-to-end comparison rescores them over the shared ideal); the ideal's are the pool's
+    own = [c for c in components if not COMPONENTS[c].ideal]
     rows = per_request.filter(_is_side(side)).select(
-        "request_id", "k", *components, *sides.measures, "empty_ideal", no_results_flag(per_request).alias("no_results"),
+        "request_id", "k", *own, *sides.measures, "empty_ideal", no_results_flag(per_request).alias("no_results"),
         "n_candidates", "n_positive", "weight",
         *[F.col(s).alias(f"slice_{i}") for i, s in enumerate(slices)],
     )

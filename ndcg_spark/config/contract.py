@@ -211,6 +211,17 @@ class Contract:
             return self
         return replace(self, order="position" if self.columns.position in set(available_columns) else "score")
 
+    def resolutions(self) -> tuple[Contract, ...]:
+        """The contracts this one can resolve to (``order: auto``: by position, by score), the
+        fingerprint a scored table was stamped with being one of theirs.
+
+        >>> [c.order for c in Contract().resolutions()], Contract(order="score").resolutions()[0].order
+        (['position', 'score'], 'score')
+        """
+        if self.order != "auto":
+            return (self,)
+        return tuple(replace(self, order=o) for o in ("position", "score"))
+
     # ---------------------------------------------------------------- stamping
     def to_dict(self) -> dict[str, Any]:
         """The readable copy stamped into run metadata (plain types only)."""

@@ -274,9 +274,7 @@ def aggregate_stage(
 def resolved_contract(contract: Contract, fingerprint: str) -> Contract:
     """The resolution of ``contract`` (``order: auto`` -> position or score) whose fingerprint is
     ``fingerprint``; a :class:`~ndcg_spark.errors.ContractError` when none is."""
-    from dataclasses import replace
-
-    options = [contract] if contract.order != "auto" else [replace(contract, order=o) for o in ("position", "score")]
+    options = contract.resolutions()
     for option in options:
         if option.fingerprint == fingerprint:
             return option
