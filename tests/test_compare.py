@@ -620,3 +620,31 @@ def test_the_sample_dense_pool_is_optional_and_leaves_the_default_output_unchang
     assert bm25.exceptAll(dense.select("request_id", "doc_id")).count() > 0
     bad = dense.groupBy("request_id").agg(F.count("*").alias("n"), F.max("position").alias("hi")).filter("n != hi")
     assert bad.count() == 0  # positions 1..M
+
+
+def test_an_older_catalog_comparison_table_takes_a_night_of_the_metric_column(spark):
+    """A Parquet catalog comparison table written before the ``metric`` column (NDCG alone, pool recall
+    as ``baseline_recall_macro``): the next night adds the new columns and writes the retired ones as
+    null; the older night keeps its values; read with the current names, each night has its own."""
+    from ndcg_spark.comparison.columns import COMPARISON_LEGACY, COMPARISON_RENAMED
+    from ndcg_spark.job.config import Source
+    from ndcg_spark.job.io import write_run_partitioned
+    from ndcg_spark.legacy import as_current
+
+    table = "compare_it.comparison"
+    spark.sql("CREATE DATABASE IF NOT EXISTS compare_it")
+    spark.createDataFrame([("old", 10, 0.61, 0.9)], "run_id string, k int, baseline_ndcg_macro double, "
+                          "baseline_recall_macro double").write.partitionBy("run_id").saveAsTable(table)
+    try:
+        new = spark.createDataFrame([("new", 10, "ndcg", 0.65, 0.65, 0.8), ("new", 10, "recall", 0.7, None, 0.8)],
+                                    "run_id string, k int, metric string, baseline_macro double, "
+                                    "baseline_ndcg_macro double, baseline_pool_recall_macro double")
+        write_run_partitioned(new, Source(table=table))
+        rows = spark.read.table(table)
+        assert {r.run_id: r.baseline_recall_macro for r in rows.collect()} == {"old": 0.9, "new": None}
+        current = {(r.run_id, r.metric): r for r in as_current(rows, COMPARISON_LEGACY, COMPARISON_RENAMED).collect()}
+        assert set(current) == {("old", "ndcg"), ("new", "ndcg"), ("new", "recall")}  # the older night: NDCG's
+        assert (current["old", "ndcg"].baseline_macro, current["old", "ndcg"].baseline_pool_recall_macro) == (0.61, 0.9)
+        assert (current["new", "recall"].baseline_macro, current["new", "recall"].baseline_pool_recall_macro) == (0.7, 0.8)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
