@@ -3,7 +3,8 @@
 Reads the demo's output (a file, or standard input) and checks, without importing the package:
 the night was published; rows read = rows scored + rows quarantined for every input; the overall
 table has one row per system and K, each mean within [0, 1] and its denominators adding up to all
-requests, and hybrid's requests returned nothing for counted; the night-over-night lines; the comparison per K; the guardrails' verdict line naming
+requests, and hybrid's requests returned nothing for counted; recall@10 beside NDCG (the run's summary, the
+comparison, the report's first screen); the night-over-night lines; the comparison per K; the guardrails' verdict line naming
 each failed guardrail; both HTML reports written. Exits 1 naming the first line that is missing or
 wrong, so a change that breaks the demo's first screen fails CI.
 """
@@ -66,6 +67,12 @@ def main() -> None:
     deltas = [line for line in lines if re.match(r"\s+(1|3|5|10)\s+[\d,]+\s+0\.\d{4}\s+0\.\d{4}\s+[+-]0\.\d{4} \[", line)]
     if len(deltas) != len(KS):
         fail(f"the comparison has {len(deltas)} lines per K, not {len(KS)}")
+    # recall@K beside NDCG@K (conf/local.yaml declares both): the run's panel, the comparison's line
+    panel = [line for line in lines if re.match(r"  (bm25|hybrid)\s+\S+\s+recall@10\s+0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]", line)]
+    if len(panel) != len(SYSTEMS):
+        fail(f"no recall@10 line per system in the run's summary (the other metrics): {panel}")
+    if not any(re.match(r"\s+recall@10\s+[+-]0\.\d{4} \[[+-]0\.\d{4}, [+-]0\.\d{4}\]\s+p ", line) for line in lines):
+        fail("no recall@10 delta in the comparison")
     verdict = next((line for line in lines if line.startswith("guardrails hybrid vs bm25:")), None)
     if verdict is None or not re.search(r": (PASS|FAIL|INCONCLUSIVE) — NDCG@10 [+-]0\.\d{4} \[", verdict):
         fail(f"no guardrail verdict line with the NDCG delta: {verdict}")
@@ -75,8 +82,12 @@ def main() -> None:
     reports = re.findall(r"^report -> (\S+report\.html)", text, flags=re.M)
     if len(reports) < 2 or not all(Path(p).is_file() for p in reports):
         fail(f"the run's and the comparison's report: {reports}")
-    if "returned nothing" not in Path(reports[-1]).read_text(encoding="utf-8"):
+    page = Path(reports[-1]).read_text(encoding="utf-8")
+    if "returned nothing" not in page:
         fail(f"the report's first screen does not say how many requests a ranker returned nothing for: {reports[-1]}")
+    first = page[page.index("id='first-screen'"):page.index("</section>")] if "id='first-screen'" in page else ""
+    if "macro recall@10 [interval]" not in first or "recall@10 <span class='num'>" not in first:
+        fail(f"the report's first screen does not show recall@10 beside NDCG (and its delta): {reports[-1]}")
     print(f"demo headlines: {len(rows)} overall rows, {len(deltas)} comparison lines, verdict "
           f"{verdict.split(': ')[1].split(' ')[0]} ({', '.join(name for name, _ in failed) or 'no guardrail failed'}), "
           f"{len(reports)} reports: ok")

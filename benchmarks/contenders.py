@@ -11,6 +11,8 @@ used to check that the contenders computed the same thing.
                 intervals) read from it and written.
 ``ndcg_spark_collecting``  the same with ``dense_plan=False`` (not run by default): every
                 request's candidates collected into an array and sorted.
+``ndcg_spark_recall``  (not run by default) ``ndcg_spark`` with ``contract.metrics: [ndcg, recall]``:
+                recall@K's sums beside DCG's in the same pass, and its rows in stage 2.
 ``floor``       (not run by default) the least Spark work for ``evaluator``'s number on this
                 data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
 ``floor_job``   (not run by default) the least Spark work for ``ndcg_spark``'s outputs on this
@@ -97,6 +99,11 @@ def run_ndcg_spark_collecting(args: argparse.Namespace) -> dict:
     return run_ndcg_spark(args, dense_plan=False)
 
 
+def run_ndcg_spark_recall(args: argparse.Namespace) -> dict:
+    """(a) with recall@K declared beside NDCG (``metrics: [ndcg, recall]``)."""
+    return run_ndcg_spark(args, metrics=("ndcg", "recall"))
+
+
 def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
     """Time ``work(spark, prepared)`` in a fresh session (``prepared``: what ``ready(spark)`` gave,
     untimed): Spark start apart from the work, the JVM's CPU seconds and peak memory. ``work``
@@ -132,12 +139,16 @@ def _overall(spark, aggregates: Path, replicates: int) -> dict:
     from pyspark.sql import functions as F
 
     written = spark.read.parquet(str(aggregates))
-    overall = written.filter((F.col("slice_dimension") == "overall") & (F.col("k") == K)).first()
-    return {"ndcg10_mean": overall["macro_ndcg"], "n_requests": overall["n_requests"],
+    at = (F.col("slice_dimension") == "overall") & (F.col("k") == K)
+    if "metric" in written.columns:  # the library's aggregate: a row per metric (the floor's holds NDCG alone)
+        at &= F.col("metric") == "ndcg"
+    overall = written.filter(at).first()
+    return {"ndcg10_mean": overall["macro" if "macro" in written.columns else "macro_ndcg"],
+            "n_requests": overall["n_requests"],
             "n_empty_ideal": overall["n_empty_ideal"], "aggregate_rows": written.count(), "replicates": replicates}
 
 
-def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
+def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True, metrics: tuple[str, ...] = ("ndcg",)) -> dict:
     data, out = Path(args.data), Path(args.out)
 
     def ready(spark):
@@ -149,7 +160,7 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True) -> dict:
         from ndcg_spark import AggregateSpec, Contract, aggregate, score_requests
 
         candidates = spark.read.parquet(str(data / "candidates"))
-        per_request = score_requests(candidates, contract=Contract(k=list(KS)), run_id="bench", system="bench",
+        per_request = score_requests(candidates, contract=Contract(k=list(KS), metrics=metrics), run_id="bench", system="bench",
                                      pool_version="bench", attributes=attributes, dense_plan=dense_plan,
                                      validate=False)  # the metric alone, as the other contenders (no input checks)
         per_request.write.mode("overwrite").parquet(str(out / "per_request"))
@@ -385,6 +396,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
+              "ndcg_spark_recall": run_ndcg_spark_recall,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
               "floor": run_floor, "floor_job": run_floor_job, "lazy_table": run_lazy_table,
               "evaluator": run_evaluator, "numpy": run_numpy}

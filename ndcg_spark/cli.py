@@ -239,7 +239,7 @@ def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: E
     spec = config.trend_spec().narrowed(last=args.last, since=args.since)
     spark = _session(config, "ndcg-spark trend", master_from_config, ending)
     rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
-    print(format_trend([r.asDict() for r in rows]))
+    print(format_trend([r.asDict() for r in rows], list(config.contract.metric_names)))
     return EXIT_OK
 
 
@@ -335,16 +335,16 @@ def _stage_lines(outcome: RunOutcome) -> list[str]:
     if aggregated is not None:
         where = aggregated.target.describe()
         lines.append(aggregate_written(aggregated.run_id, where, aggregated.row_counts, aggregated.seconds))
-        lines.append(aggregate_summary(outcome.overall, outcome.worst_slices))
+        lines.append(aggregate_summary(outcome.overall, outcome.worst_slices, list(outcome.metrics)))
         if outcome.trended is not None:
             trended = outcome.trended
             where = trended.target.describe()
             lines.append(f"trend table {trended.rows_written} rows -> {where} ({trended.seconds:.1f} s)")
-            lines.append(night_over_night(outcome.trend_overall))
+            lines.append(night_over_night(outcome.trend_overall, list(outcome.metrics)))
     elif scored is not None:
-        lines.append(per_request_summary(outcome.per_request_means))
+        lines.append(per_request_summary(outcome.per_request_means, list(outcome.metrics)))
     if compared is not None:
-        lines.append(format_comparison(compared.rows))
+        lines.append(format_comparison(compared.rows, list(outcome.metrics)))
         lines.append(f"comparison table {len(compared.rows)} rows -> {compared.target.describe()} ({compared.seconds:.1f} s)")
     guarded = outcome.guarded
     if guarded is not None:

@@ -36,6 +36,17 @@ Semantics implemented
   nothing is unjudged any more, so nothing is excluded, and under ``ideal_from="judgments"`` those
   candidates join the judged documents. An empty ideal is None (0.0 under ``empty_ideal="zero"``),
   never an error.
+* recall (``metrics`` holding ``"recall"``): a document is relevant when judged at
+  ``relevant_grade`` or above (default 1). ``relevant_in_top_k`` counts the relevant documents
+  among the first K of the ranked list (condensed under ``exclude``); under score ties averaged, each
+  position counts the share of its tie group that is relevant (the expected count over the tie
+  orders). ``n_relevant`` (R) counts the relevant documents of the ideal's source: the ranked
+  candidates (``candidates``) or every judged document of the request (``judgments``). recall =
+  relevant_in_top_k / R (``recall="all_relevant"``) or / min(K, R) (``"capped"``); no ideal when R = 0.
+  Its what-ifs ``recall_unjudged_low`` / ``_high`` are the same rescoring as NDCG's.
+* Every metric of the request is set aside together: ``empty_ideal`` is True when some declared
+  metric has no ideal (NDCG: IDCG = 0; recall: R = 0); under ``"exclude"`` every metric is then
+  None, under ``"zero"`` a metric whose own ideal is missing is 0 and the others are scored.
 
 Examples
 --------
@@ -174,8 +185,12 @@ def score_request(
     judged_grades: Iterable[float] | None = None,
     max_grade: float | None = None,
     bounds: bool = True,
+    metrics: Sequence[str] = ("ndcg",),
+    relevant_grade: float = 1.0,
+    recall: str = "all_relevant",
 ) -> dict[int, dict[str, Any]]:
-    """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*, ndcg_unjudged_*}}``.
+    """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*, ndcg_unjudged_*}}`` (and,
+    with ``"recall"`` in ``metrics``, ``relevant_in_top_k, n_relevant, recall, recall_unjudged_*``).
 
     ``judged_grades`` are the grades of every judged document of the request (needed only for
     ``ideal_from="judgments"``).
@@ -187,9 +202,12 @@ def score_request(
     if empty_ideal not in ("exclude", "zero", "error"):
         raise ValueError(f"unknown empty_ideal {empty_ideal!r}")
     gain_of = make_gain(gain)
+    if recall not in ("all_relevant", "capped"):
+        raise ValueError(f"unknown recall denominator {recall!r}")
     rescored = None if not bounds else _unjudged_bounds(
         candidates, k=k, gain=gain, order=order, ties=ties, ideal_from=ideal_from, empty_ideal=empty_ideal,
-        judged_grades=judged_grades, max_grade=max_grade)
+        judged_grades=judged_grades, max_grade=max_grade, metrics=metrics, relevant_grade=relevant_grade,
+        recall=recall)
 
     displayed = display_order(candidates, order, ties)
     n_candidates = len(displayed)
@@ -199,35 +217,52 @@ def score_request(
     ranked = [c for c in displayed if c.grade is not None] if unjudged == "exclude" else displayed
     gains = [0.0 if c.grade is None else gain_of(c.grade) for c in ranked]
 
+    def is_relevant(grade: float | None) -> bool:
+        return grade is not None and grade >= relevant_grade
+
     if ideal_from == "candidates":
         ideal = sorted(gains, reverse=True)
+        n_relevant = sum(1 for c in ranked if is_relevant(c.grade))
     elif ideal_from == "judgments":
         if judged_grades is None:
             raise ValueError("ideal_from='judgments' needs the request's judged grades")
         ideal = sorted((gain_of(g) for g in judged_grades), reverse=True)
+        n_relevant = sum(1 for g in judged_grades if is_relevant(g))
     else:
         raise ValueError(f"unknown ideal_from {ideal_from!r}")
 
+    hits = [1.0 if is_relevant(c.grade) else 0.0 for c in ranked]
     if order == "score" and ties == "average":
         ranked_gains = tie_average_gains([(c.score, g) for c, g in zip(ranked, gains)])
+        ranked_hits = tie_average_gains([(c.score, h) for c, h in zip(ranked, hits)])
     else:
-        ranked_gains = gains
+        ranked_gains, ranked_hits = gains, hits
 
     result: dict[int, dict[str, Any]] = {}
     for kk in sorted(set(k)):
         dcg = dcg_at_k(ranked_gains, kk)
         idcg = dcg_at_k(ideal, kk)
-        if idcg > 0:
-            ndcg, empty = dcg / idcg, False
-        elif empty_ideal == "error":
+        relevant_top = sum(ranked_hits[:kk])
+        denominator = n_relevant if recall == "all_relevant" else min(kk, n_relevant)
+        own = {"ndcg": (idcg > 0, lambda: dcg / idcg),
+               "recall": (n_relevant > 0, lambda: relevant_top / denominator)}
+        empty = any(not own[m][0] for m in metrics)
+        if empty and empty_ideal == "error":
             raise OracleEmptyIdealError(f"empty ideal at k={kk}")
-        else:
-            ndcg, empty = (0.0 if empty_ideal == "zero" else None), True
+        values = {}
+        for m in own:
+            has_ideal, value = own[m]
+            if empty and empty_ideal != "zero":
+                values[m] = None
+            elif not has_ideal:
+                values[m] = 0.0
+            else:
+                values[m] = value()
         n_unjudged_top = None if unjudged == "zero" else sum(1 for c in displayed[:kk] if c.grade is None)
         result[kk] = {
             "dcg": dcg,
             "idcg": idcg,
-            "ndcg": ndcg,
+            "ndcg": values["ndcg"],
             "empty_ideal": empty,
             "n_candidates": n_candidates,
             "n_judged": n_judged,
@@ -236,6 +271,14 @@ def score_request(
             "ndcg_unjudged_low": rescored[0][kk]["ndcg"] if rescored else None,
             "ndcg_unjudged_high": rescored[1][kk]["ndcg"] if rescored else None,
         }
+        if "recall" in metrics:
+            result[kk].update({
+                "relevant_in_top_k": relevant_top,
+                "n_relevant": n_relevant,
+                "recall": values["recall"],
+                "recall_unjudged_low": rescored[0][kk]["recall"] if rescored else None,
+                "recall_unjudged_high": rescored[1][kk]["recall"] if rescored else None,
+            })
     return result
 
 
@@ -248,9 +291,10 @@ def grade_scale(gain: Any, max_grade: float | None) -> tuple[float, float] | Non
 
 
 def _unjudged_bounds(candidates: Sequence[Candidate], *, judged_grades: Iterable[float] | None,
-                     max_grade: float | None, empty_ideal: str, **contract: Any) -> list[dict] | None:
+                     max_grade: float | None, empty_ideal: str, metrics: Sequence[str], **contract: Any) -> list[dict] | None:
     """The request rescored twice, every unjudged candidate judged at the lowest, then the
-    highest grade of the scale (see the module docstring)."""
+    highest grade of the scale (see the module docstring). Each metric's what-if is its own (its
+    own ideal, never set aside for another metric's)."""
     scale = grade_scale(contract["gain"], max_grade)
     if scale is None:
         return None
@@ -259,9 +303,14 @@ def _unjudged_bounds(candidates: Sequence[Candidate], *, judged_grades: Iterable
     for grade in scale:
         judged = [Candidate(c.doc_id, c.position, c.score, grade if c.grade is None else c.grade) for c in candidates]
         extra = [grade for c in candidates if c.grade is None]
-        out.append(score_request(judged, judged_grades=None if known is None else known + extra,
-                                 empty_ideal="zero" if empty_ideal == "zero" else "exclude", bounds=False,
-                                 **contract))
+        one = {}
+        for metric in ("ndcg", "recall"):  # each on its own: a what-if is set aside only for its own ideal
+            scored = score_request(judged, judged_grades=None if known is None else known + extra,
+                                   empty_ideal="zero" if empty_ideal == "zero" else "exclude", bounds=False,
+                                   metrics=(metric,), **contract)
+            for kk, values in scored.items():
+                one.setdefault(kk, {})[metric] = values[metric] if metric == "ndcg" else values.get("recall")
+        out.append(one)
     return out
 
 

@@ -197,10 +197,10 @@ def test_bad_per_request_tables_are_refused_with_the_rule(spark, traffic_table):
         aggregate(traffic_table.drop("weight"), AggregateSpec(replicates=0))
     with pytest.raises(InputError, match="missing column.*region"):
         aggregate(traffic_table, AggregateSpec(slices=("region",), replicates=0))
-    with pytest.raises(InputError, match=r"4 row\(s\).*ndcg_out_of_range.*request 'r1'"):
+    with pytest.raises(InputError, match=r"4 row\(s\).*metric_out_of_range.*request 'r1'"):
         aggregate(traffic_table.withColumn("ndcg", F.lit(1.5)), AggregateSpec(replicates=0))
     one_bad = traffic_table.withColumn("ndcg", F.when(F.col("request_id") == "r3", -0.1).otherwise(F.col("ndcg")))
-    with pytest.raises(InputError, match=r"1 row\(s\).*ndcg_out_of_range.*request 'r3' of system 'bm25' at k=10"):
+    with pytest.raises(InputError, match=r"1 row\(s\).*metric_out_of_range.*request 'r3' of system 'bm25' at k=10"):
         aggregate(one_bad, AggregateSpec(replicates=0))
     twice = traffic_table.unionByName(traffic_table.filter("request_id = 'r1'"))
     with pytest.raises(Exception, match="duplicate_request"):

@@ -50,7 +50,7 @@ def _rows(df: DataFrame) -> dict[tuple[str, str, int], dict]:
 #   q4  only A has a row for it -> eligible for the baseline only (candidate missing)
 #   q5  both show [1, 0] -> 1.0 and 1.0: a tie
 # q1 has traffic weight 3, every other request 1; q1, q2 are in group x, q3, q4, q5 in group y.
-# q2 has a judged positive `z` that neither retrieved: its candidate recall is 2/3.
+# q2 has a judged positive `z` that neither retrieved: its pool recall is 2/3.
 
 Q1_A = (1 + 7 / LOG2_3 + 0) / (7 + 3 / LOG2_3 + 1 / 2)  # gains 1, 7, 0 over ideal 7, 3, 1
 Q2_A = (3 + 0 + 1 / 2) / (3 + 1 / LOG2_3)  # gains 3, 0, 1 over ideal 3, 1, 0
@@ -129,10 +129,10 @@ def test_paired_deltas_wins_and_denominators_by_hand(hand_out) -> None:
     # a bootstrap mean of d1, d2, 0 lies between the smallest and the largest delta
     assert d2 - EPS <= o["delta_macro_ci_low"] <= o["delta_macro"] <= o["delta_macro_ci_high"] <= d1 + EPS
     # recall: q1 3/3, q2 2/3 (z never retrieved), q5 1/1; q3 has no positive, q4 is not shared
-    assert o["n_recall_requests"] == 3
-    assert o["baseline_recall_macro"] == pytest.approx((1 + 2 / 3 + 1) / 3, abs=EPS)
-    assert o["baseline_recall_weighted"] == pytest.approx((3 * 1 + 2 / 3 + 1) / 5, abs=EPS)
-    assert o["candidate_recall_macro"] == o["baseline_recall_macro"]  # same pool, same recall
+    assert o["n_pool_recall_requests"] == 3
+    assert o["baseline_pool_recall_macro"] == pytest.approx((1 + 2 / 3 + 1) / 3, abs=EPS)
+    assert o["baseline_pool_recall_weighted"] == pytest.approx((3 * 1 + 2 / 3 + 1) / 5, abs=EPS)
+    assert o["candidate_pool_recall_macro"] == o["baseline_pool_recall_macro"]  # same pool, same recall
     assert o["created_at"] == CREATED and o["contract_fingerprint"] == Contract(k=[3]).resolve(["position"]).fingerprint
 
     x, y = rows[("grp", "x", 3)], rows[("grp", "y", 3)]
@@ -216,12 +216,12 @@ def test_end_to_end_shares_one_ideal_and_reports_recall_by_hand(two_pools) -> No
     assert o["baseline_ndcg_macro"] == pytest.approx(lexical, abs=EPS)
     assert o["candidate_ndcg_macro"] == pytest.approx(dense, abs=EPS)
     assert o["delta_macro"] == pytest.approx(dense - lexical, abs=EPS)
-    assert o["n_recall_requests"] == 2
-    assert o["baseline_recall_macro"] == pytest.approx((2 / 4 + 1 / 2) / 2, abs=EPS)
-    assert o["candidate_recall_macro"] == pytest.approx((3 / 4 + 1 / 2) / 2, abs=EPS)
-    assert o["candidate_recall_weighted"] == pytest.approx(0.625, abs=EPS)  # weights are all 1
+    assert o["n_pool_recall_requests"] == 2
+    assert o["baseline_pool_recall_macro"] == pytest.approx((2 / 4 + 1 / 2) / 2, abs=EPS)
+    assert o["candidate_pool_recall_macro"] == pytest.approx((3 / 4 + 1 / 2) / 2, abs=EPS)
+    assert o["candidate_pool_recall_weighted"] == pytest.approx(0.625, abs=EPS)  # weights are all 1
     text = format_comparison([o])
-    assert "END-TO-END" in text and "Candidate recall" in text
+    assert "END-TO-END" in text and "Pool recall" in text
 
 
 def test_a_reranker_comparison_across_pools_is_refused_with_the_reason(two_pools) -> None:
@@ -540,7 +540,7 @@ def test_console_script_compares_refuses_across_pools_and_opts_in(spark, job, ca
     kinds = {(r.baseline, r.candidate): r.comparison_kind for r in table.select("baseline", "candidate", "comparison_kind").distinct().collect()}
     assert kinds == {("bm25", "hybrid"): "reranker", ("bm25", "dense"): "end_to_end"}
     e2e = table.filter("candidate = 'dense' AND slice_dimension = 'overall' AND k = 10").first()
-    assert e2e.candidate_recall_macro < e2e.baseline_recall_macro  # dense kept only hybrid's top 8
+    assert e2e.candidate_pool_recall_macro < e2e.baseline_pool_recall_macro  # dense kept only hybrid's top 8
     assert e2e.run_id == "n1" and e2e.contract_fingerprint and e2e.code_version and e2e.created_at
     # re-running a comparison replaces its own partition and nothing else
     n_before = table.count()
@@ -620,3 +620,31 @@ def test_the_sample_dense_pool_is_optional_and_leaves_the_default_output_unchang
     assert bm25.exceptAll(dense.select("request_id", "doc_id")).count() > 0
     bad = dense.groupBy("request_id").agg(F.count("*").alias("n"), F.max("position").alias("hi")).filter("n != hi")
     assert bad.count() == 0  # positions 1..M
+
+
+def test_an_older_catalog_comparison_table_takes_a_night_of_the_metric_column(spark):
+    """A Parquet catalog comparison table written before the ``metric`` column (NDCG alone, pool recall
+    as ``baseline_recall_macro``): the next night adds the new columns and writes the retired ones as
+    null; the older night keeps its values; read with the current names, each night has its own."""
+    from ndcg_spark.comparison.columns import COMPARISON_LEGACY, COMPARISON_RENAMED
+    from ndcg_spark.job.config import Source
+    from ndcg_spark.job.io import write_run_partitioned
+    from ndcg_spark.legacy import as_current
+
+    table = "compare_it.comparison"
+    spark.sql("CREATE DATABASE IF NOT EXISTS compare_it")
+    spark.createDataFrame([("old", 10, 0.61, 0.9)], "run_id string, k int, baseline_ndcg_macro double, "
+                          "baseline_recall_macro double").write.partitionBy("run_id").saveAsTable(table)
+    try:
+        new = spark.createDataFrame([("new", 10, "ndcg", 0.65, 0.65, 0.8), ("new", 10, "recall", 0.7, None, 0.8)],
+                                    "run_id string, k int, metric string, baseline_macro double, "
+                                    "baseline_ndcg_macro double, baseline_pool_recall_macro double")
+        write_run_partitioned(new, Source(table=table))
+        rows = spark.read.table(table)
+        assert {r.run_id: r.baseline_recall_macro for r in rows.collect()} == {"old": 0.9, "new": None}
+        current = {(r.run_id, r.metric): r for r in as_current(rows, COMPARISON_LEGACY, COMPARISON_RENAMED).collect()}
+        assert set(current) == {("old", "ndcg"), ("new", "ndcg"), ("new", "recall")}  # the older night: NDCG's
+        assert (current["old", "ndcg"].baseline_macro, current["old", "ndcg"].baseline_pool_recall_macro) == (0.61, 0.9)
+        assert (current["new", "recall"].baseline_macro, current["new", "recall"].baseline_pool_recall_macro) == (0.7, 0.8)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")

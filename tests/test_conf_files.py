@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - run from inside tests/
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: the fingerprint the README prints for both files' contract (its compare examples)
-README_FINGERPRINT = "25423dc8469276d6"
+README_FINGERPRINT = "e547899aba4377d0"
 N_REQUESTS = 30
 RUN_ID = "2026-11-29"
 EPS = 1e-12
@@ -39,7 +39,7 @@ def test_the_shipped_yamls_load_with_the_readmes_contract_fingerprint():
     local = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "local.yaml")
     pools = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "compare_pools.yaml")
     expected = ndcg_spark.Contract(k=[1, 3, 5, 10], gain="exponential", order="position", unjudged="separate",
-                                   empty_ideal="exclude", max_grade=3)
+                                   empty_ideal="exclude", max_grade=3, metrics=["ndcg", "recall"])
     assert local.contract == expected and pools.contract.fingerprint == expected.fingerprint
     assert expected.fingerprint == README_FINGERPRINT
     # relative paths are relative to the checkout (the YAML's folder's parent)
@@ -92,25 +92,35 @@ def test_compare_pools_yaml_as_shipped_compares_end_to_end_and_refuses_a_reranke
     assert not [line for line in out.splitlines() if line.startswith("report")]  # no aggregate table: no report
     assert not (checkout / "reports").exists()
 
-    oracle = score_sample_folder(spark, data, ideal_from="judgments")  # the shared ideal: every judged document
+    # the shared ideal: every judged document (recall's relevant ones too)
+    oracle = score_sample_folder(spark, data, ideal_from="judgments", metrics=("ndcg", "recall"))
     bm25 = {rid: v for (rid, s, k), v in oracle.items() if s == "bm25|pool-2026-11-28" and k == 10}
     dense = {rid: v for (rid, s, k), v in oracle.items() if s == "dense|pool-2026-11-28-dense" and k == 10}
     judgments = spark.read.parquet(str(data / "judgments"))
     known = {r.request_id: r.n for r in judgments.filter("grade > 0").groupBy("request_id").agg(
         F.count(F.lit(1)).alias("n")).collect()}
     paired = [rid for rid in bm25 if bm25[rid]["ndcg"] is not None]
-    recall = [rid for rid in bm25 if known.get(rid, 0) > 0]
+    with_positive = [rid for rid in bm25 if known.get(rid, 0) > 0]
     table = _run(spark.read.parquet(str(checkout / "warehouse" / "pools" / "comparison")))
-    row = table.filter("slice_dimension = 'overall' AND k = 10").first()
-    assert (row.comparison_kind, row.ndcg_ideal, row.baseline_pool_version, row.candidate_pool_version) == (
-        "end_to_end", "judgments", "pool-2026-11-28", "pool-2026-11-28-dense")
-    assert row.n_paired == len(paired) and row.n_recall_requests == len(recall)
-    assert row.baseline_ndcg_macro == pytest.approx(statistics.fmean(bm25[r]["ndcg"] for r in paired), abs=EPS)
-    assert row.candidate_ndcg_macro == pytest.approx(statistics.fmean(dense[r]["ndcg"] for r in paired), abs=EPS)
+    # end to end: each metric over the shared ideal, no what-if (each side's is over its own ideal)
+    assert {r.metric for r in table.select("metric").distinct().collect()} == {"ndcg", "recall"}
+    row = table.filter("slice_dimension = 'overall' AND k = 10 AND metric = 'ndcg'").first()
+    assert (row.comparison_kind, row.ideal, row.ndcg_ideal, row.baseline_pool_version, row.candidate_pool_version) == (
+        "end_to_end", "judgments", "judgments", "pool-2026-11-28", "pool-2026-11-28-dense")
+    assert row.n_paired == len(paired) and row.n_pool_recall_requests == len(with_positive)
+    assert row.baseline_macro == pytest.approx(statistics.fmean(bm25[r]["ndcg"] for r in paired), abs=EPS)
+    assert row.candidate_macro == pytest.approx(statistics.fmean(dense[r]["ndcg"] for r in paired), abs=EPS)
+    assert row.baseline_ndcg_macro == row.baseline_macro  # the NDCG row's column from before the metric column
     for side, scores in (("baseline", bm25), ("candidate", dense)):
-        assert row[f"{side}_recall_macro"] == pytest.approx(
-            statistics.fmean(scores[r]["n_positive"] / known[r] for r in recall), abs=EPS), side
-    assert row.candidate_recall_macro < row.baseline_recall_macro  # dense's pool misses positives
+        assert row[f"{side}_pool_recall_macro"] == pytest.approx(
+            statistics.fmean(scores[r]["n_positive"] / known[r] for r in with_positive), abs=EPS), side
+    assert row.candidate_pool_recall_macro < row.baseline_pool_recall_macro  # dense's pool misses positives
+    # recall@10 end to end: the relevant documents in each side's top 10 over every relevant judged one
+    recall = table.filter("slice_dimension = 'overall' AND k = 10 AND metric = 'recall'").first()
+    both = [rid for rid in paired if bm25[rid]["recall"] is not None and dense[rid]["recall"] is not None]
+    assert recall.n_paired == len(both) and recall.ndcg_ideal is None
+    assert recall.baseline_macro == pytest.approx(statistics.fmean(bm25[r]["recall"] for r in both), abs=EPS)
+    assert recall.candidate_macro == pytest.approx(statistics.fmean(dense[r]["recall"] for r in both), abs=EPS)
 
     # README: asked as a reranker comparison (kind: reranker) it is refused, exit status 2
     reranker, n = re.subn(r"^(\s+kind:\s*)end_to_end\b", r"\1reranker", config.read_text(encoding="utf-8"), flags=re.M)

@@ -17,7 +17,8 @@ def test_defaults_are_the_spec_defaults():
     c = Contract()
     assert c.k == (1, 3, 5, 10)
     assert (c.gain.kind, c.discount, c.order, c.ties) == ("exponential", "log2", "auto", "doc_id")
-    assert (c.ideal_from, c.unjudged, c.empty_ideal) == ("candidates", "separate", "exclude")
+    assert (c.ideal_from, c.unjudged.name, c.empty_ideal.name) == ("candidates", "separate", "exclude")
+    assert c.metric_names == ("ndcg",) and c.relevant_grade == 1.0
 
 
 def test_contract_is_immutable():
@@ -97,7 +98,7 @@ def test_from_yaml_reads_the_contract_section(tmp_path):
           candidates: {path: data/c}
     """))
     c = Contract.from_yaml(path)
-    assert c.k == (5, 10) and c.unjudged == "exclude" and c.columns.request_id == "qid"
+    assert c.k == (5, 10) and c.unjudged.name == "exclude" and c.columns.request_id == "qid"
     job = JobConfig.from_yaml(path)
     assert job.contract == c
     assert job.candidates.path == str((tmp_path.parent / "data/c").resolve())
@@ -144,14 +145,14 @@ def test_preset_resolves_to_explicit_fields_with_the_same_fingerprint():
     assert preset == spelled and preset.fingerprint == spelled.fingerprint
     assert "preset" not in preset.to_dict() and Contract.from_dict(preset.to_dict()) == preset
     spark_like = Contract.from_dict({"preset": "ranking_evaluator"})
-    assert (spark_like.gain.kind, spark_like.order, spark_like.ideal_from, spark_like.empty_ideal) == (
+    assert (spark_like.gain.kind, spark_like.order, spark_like.ideal_from, spark_like.empty_ideal.name) == (
         "binary", "position", "judgments", "zero")
     assert spark_like.fingerprint != preset.fingerprint
 
 
 def test_a_field_beside_the_preset_overrides_it():
     c = Contract.from_dict({"preset": "trec_eval", "gain": "exponential", "empty_ideal": "exclude"})
-    assert (c.gain.kind, c.empty_ideal, c.ties, c.ideal_from) == ("exponential", "exclude", "doc_id_desc", "judgments")
+    assert (c.gain.kind, c.empty_ideal.name, c.ties, c.ideal_from) == ("exponential", "exclude", "doc_id_desc", "judgments")
     assert c.fingerprint == Contract.from_dict({**TREC_EVAL_SPELLED_OUT, "gain": "exponential",
                                                 "empty_ideal": "exclude"}).fingerprint
 

@@ -11,6 +11,7 @@ lane runs the combinations that hold every value of every choice; the whole suit
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -19,12 +20,14 @@ from pyspark.sql import functions as F
 
 try:  # tests/ may or may not be a package
     from tests import oracle
-    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, GridParts, collect_concurrently,
-                                            each_value_once, generate, grid_params, mismatches, subset)
+    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, GridParts,
+                                            collect_concurrently, compared, contract_of, each_value_once, generate,
+                                            grid_params, mismatches, subset)
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     import oracle  # type: ignore[no-redef]
-    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, GridParts, collect_concurrently,  # noqa
-                                       each_value_once, generate, grid_params, mismatches, subset)
+    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, GridParts,  # noqa
+                                       collect_concurrently, compared, contract_of, each_value_once, generate,
+                                       grid_params, mismatches, subset)
 
 from ndcg_spark import Contract, score_requests
 from ndcg_spark.metrics.gain import gain
@@ -193,18 +196,22 @@ def test_the_checks_grade_scale_declares_the_gains_without_reading_them(spark, m
     assert real(Contract(max_grade=1), None, 3) == [1.0]
 
 
-#: The plan branches on the gains (their distinct values are counted) and on ``zero`` vs
-#: ``separate`` (whether the unjudged are reported); the empty-ideal policy is applied after it.
-#: Every pair of values of the three choices occurs.
-COMBOS = [("exponential", "zero", "exclude"), ("exponential", "separate", "zero"), ("linear", "zero", "zero"),
-          ("linear", "separate", "exclude"), ("table", "zero", "exclude"), ("table", "separate", "zero")]
-OPTIONS = [list(GAINS), ["zero", "separate"], ["exclude", "zero"]]
+#: The plan branches on the gains (their distinct values are counted), on ``zero`` vs ``separate``
+#: (whether the unjudged are reported) and on whether a metric reads relevance (the positions of the
+#: relevant candidates, one bit each); the empty-ideal policy is applied after it. Every pair of
+#: values of the four choices occurs.
+COMBOS = [("exponential", "zero", "exclude", "ndcg"), ("exponential", "zero", "exclude", "ndcg+recall"),
+          ("exponential", "separate", "zero", "recall_capped_at_2+ndcg"), ("linear", "zero", "exclude", "ndcg"),
+          ("linear", "zero", "zero", "ndcg+recall"), ("linear", "separate", "exclude", "recall_capped_at_2+ndcg"),
+          ("table", "separate", "zero", "ndcg"), ("table", "separate", "exclude", "ndcg+recall"),
+          ("table", "zero", "exclude", "recall_capped_at_2+ndcg")]
+OPTIONS = [list(GAINS), ["zero", "separate"], ["exclude", "zero"], list(METRIC_SETS)]
 #: every value of every choice: the fast lane's; the other combinations are marked slow
 CORE_COMBOS = each_value_once(COMBOS, OPTIONS)
 
 
 def test_the_combinations_cover_every_pair_of_choices():
-    for a, b in ((0, 1), (0, 2), (1, 2)):
+    for a, b in itertools.combinations(range(len(OPTIONS)), 2):
         assert {(c[a], c[b]) for c in COMBOS} == {(x, y) for x in OPTIONS[a] for y in OPTIONS[b]}
     for i, values in enumerate(OPTIONS):  # the core: every value
         assert {c[i] for c in CORE_COMBOS} == set(values)
@@ -217,14 +224,15 @@ def _agreement(mixed, combos: list[tuple]) -> dict:
     cdf, jdf = mixed["frames"]
 
     def choices(combo):
-        g, u, e = combo
+        g, u, e, m = combo
         return dict(gain=GAINS[g], order="position", unjudged=u, empty_ideal=e, ideal_from="candidates",
-                    max_grade=MAX_GRADE)
+                    max_grade=MAX_GRADE, **METRIC_SETS[m])
 
     def build(run):
         combo, plan = run
-        contract = Contract(k=KS, **choices(combo))
-        return score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan, validate=False).select(*COMPARED)
+        contract = contract_of(KS, choices(combo))
+        return score_requests(cdf, jdf, contract, run_id="dense", dense_plan=plan, validate=False).select(
+            *compared(choices(combo)))
 
     collected = collect_concurrently([(c, plan) for c in combos for plan in (True, False)], build)
     results = {}

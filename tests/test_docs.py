@@ -17,9 +17,10 @@ What each fenced block of a page is, and how it is checked:
              registered, named test files exist (these are what CI and developers run, not run here).
 ``text``     not executed: transcripts recorded elsewhere and cluster command lines (the page says so).
 
-Also: each table of docs/tables.md lists the columns of the code's constant named above it, with
-the types of the table a small run writes; docs/validation.md's rule table is the one generated
-from the rule catalogue (``python tests/test_docs.py`` rewrites it).
+Also: docs/tables.md's column tables are the ones generated from the tables' declarations
+(``ndcg_spark.config.schemas``), the code's constant named above each lists the declared columns,
+and a small run writes the declared types; docs/validation.md's rule table is the one generated
+from the rule catalogue (``python tests/test_docs.py`` rewrites both).
 """
 
 from __future__ import annotations
@@ -256,12 +257,14 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     fingerprint = shipped.contract.fingerprint
     run, compared = _printed(ran, "ndcg-spark", "run"), _printed(ran, "ndcg-spark", "compare", "--config", "conf/local.yaml")
     assert re.search(r"rows read = rows scored \+ rows quarantined: candidates ([0-9,]+) = \1 \+ 0", run), run
-    assert f"contract {fingerprint}; NDCG ideal: contract; 1000 bootstrap replicates (95% intervals), " \
+    assert f"contract {fingerprint}; ideal: contract; 1000 bootstrap replicates (95% intervals), " \
            "1000 sign flips over random groups (1024 per slice cell), seed 0" in compared
     report = root / "reports" / NIGHT / "report.html"
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
 
-    oracle = score_sample_folder(spark, data)
+    assert shipped.contract.metric_names == ("ndcg", "recall")  # recall@K beside NDCG, and each one's what-ifs
+    measures = ("ndcg", "recall", "ndcg_unjudged_low", "ndcg_unjudged_high", "recall_unjudged_low", "recall_unjudged_high")
+    oracle = score_sample_folder(spark, data, metrics=("ndcg", "recall"))
     per_request = _night(spark, warehouse, "per_request").collect()
     # hybrid times out on a few requests: no candidates, so no oracle row; a row here, flagged and set aside
     answered = [r for r in per_request if not r.no_results]
@@ -272,24 +275,26 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     for r in answered:
         want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
         assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
+        assert r.recall == pytest.approx(want["recall"], abs=EPS) and r.n_relevant == want["n_relevant"]
         assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == fingerprint
 
     dims = shipped.aggregate_spec().slices
     attributes = spark.read.parquet(str(data / "attributes"))
     cells = 1 + sum(attributes.select(d).distinct().count() for d in dims)
     aggregates = _night(spark, warehouse, "aggregate")
-    assert aggregates.count() == 2 * 4 * cells
-    for r in aggregates.filter("slice_dimension = 'overall'").collect():
-        values = [v["ndcg"] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
+    assert aggregates.count() == 2 * 4 * cells * len(measures)
+    assert {r.metric for r in aggregates.select("metric").distinct().collect()} == set(measures)
+    for r in aggregates.filter("slice_dimension = 'overall' AND metric IN ('ndcg', 'recall')").collect():
+        values = [v[r.metric] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
         eligible = [v for v in values if v is not None]
-        assert r.macro_ndcg == pytest.approx(statistics.fmean(eligible), abs=EPS)
+        assert r.macro == pytest.approx(statistics.fmean(eligible), abs=EPS)
         assert (r.n_eligible, r.n_requests, r.min_eligible, r.ci_level) == (len(eligible), SAMPLE_REQUESTS, 30, 0.95)
         assert r.n_no_results == SAMPLE_REQUESTS - len(values)
-    assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims)
+    assert _night(spark, warehouse, "audit").count() == 2 * 4 * len(dims) * len(measures)
     assert _night(spark, warehouse, "run_metadata").first().contract_fingerprint == fingerprint
     comparison = _night(spark, warehouse, "comparison")
-    assert comparison.count() == 4 * cells
-    row = comparison.filter("slice_dimension = 'overall' AND k = 10").first()
+    assert comparison.count() == 4 * cells * len(measures)
+    row = comparison.filter("slice_dimension = 'overall' AND k = 10 AND metric = 'ndcg'").first()
     b = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("bm25|") and k == 10}
     h = {rid: v for (rid, s, k), v in oracle.items() if s.startswith("hybrid|") and k == 10}
     paired = [rid for rid in b if b[rid]["ndcg"] is not None and rid in h and h[rid]["ndcg"] is not None]
@@ -336,7 +341,7 @@ def test_dashboard_sql_gives_the_aggregate_tables_overall_means(sql_results):
     by_query = {statement: rows for _, statement, rows in sql_results}
     dashboard = next(rows for statement, rows in by_query.items() if "avg(p.ndcg)" in statement)
     overall = next(rows for statement, rows in by_query.items() if "FROM aggregate a" in statement)
-    means = {(r["system"], r["k"]): r["macro_ndcg"] for r in overall}
+    means = {(r["system"], r["k"]): r["macro"] for r in overall}
     assert len(dashboard) == len(means) > 0
     for row in dashboard:
         assert row["macro_ndcg"] == pytest.approx(means[(row["system"], row["k"])], abs=1e-12)
@@ -498,53 +503,55 @@ def test_every_link_between_pages_lands_on_a_file_and_heading(page):
 
 
 TABLES = ROOT / "docs" / "tables.md"
-#: the table a small run writes for each documented table, by the constant that lists its columns
-WRITTEN = {
-    "PER_REQUEST_COLUMNS": "per_request",
-    "AGGREGATE_COLUMNS": "aggregate",
-    "AUDIT_COLUMNS": "audit",
-    "RUN_METADATA_SCHEMA": "run_metadata",
-    "COMPARISON_COLUMNS": "comparison",
-    "TREND_COLUMNS": "trend",
-    "GUARDRAIL_COLUMNS": "guardrails",
-    "RUN_STATUS_SCHEMA": "run_status",
-    "RUN_ATTEMPTS_SCHEMA": "run_attempts",
-    "PLAN_COLUMNS": "judging_plan",
-}
+#: a generated column table of docs/tables.md: its opening marker (with the table's name), the table, its end
+COLUMNS_BLOCK = re.compile(r"(<!-- BEGIN COLUMNS: (\w+)[^\n]*-->\n)(.*?)(<!-- END COLUMNS -->)", re.S)
+#: the paragraph above a column table naming the code's constants: "Columns, in order: `…`, … `…`."
+CODE_LISTS = re.compile(r"^Columns, in order: (.*?)\.$", re.S | re.M)
 
 
 @dataclass
 class DocumentedTable:
-    heading: str
-    constants: list[str]  # dotted names
-    columns: list[tuple[str, str]]  # (name, type), in order
+    name: str  # as declared (ndcg_spark.config.schemas.TABLES) and in its marker
+    text: str  # the generated block as the page has it
+    constants: list[str]  # dotted names of the code's column lists, from the paragraph above it
 
 
 def documented_tables() -> list[DocumentedTable]:
-    """Each "Columns, in order: `…`" paragraph of docs/tables.md with the table under it."""
-    tables: list[DocumentedTable] = []
-    heading, state = "", None  # state: "constants" until the table starts, then "rows"
-    for line in TABLES.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            heading, state = line.lstrip("# "), None
-        elif line.startswith("Columns, in order:"):
-            tables.append(DocumentedTable(heading, re.findall(r"`(ndcg_spark\.[\w.]+)`", line), []))
-            state = "constants"
-        elif state == "constants" and line.startswith("| column |"):
-            state = "rows"
-        elif state == "constants":
-            tables[-1].constants += re.findall(r"`(ndcg_spark\.[\w.]+)`", line)
-        elif state == "rows" and line.startswith("|") and not line.startswith("|---"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            names = re.findall(r"`(\w+)`", cells[0])
-            if not names:  # e.g. *slice columns*: not a fixed column
-                continue
-            types = [t.strip() for t in cells[1].split(", ")]
-            assert len(types) in (1, len(names)), f"{heading}: {cells[0]} has types {cells[1]!r}"
-            tables[-1].columns += list(zip(names, types * len(names) if len(types) == 1 else types))
-        elif state == "rows" and not line.startswith("|"):
-            state = None
+    """Each generated column table of docs/tables.md, with the constants named in the paragraph above it."""
+    page = TABLES.read_text(encoding="utf-8")
+    tables, previous_end = [], 0
+    for match in COLUMNS_BLOCK.finditer(page):
+        above = CODE_LISTS.findall(page[previous_end:match.start()])
+        constants = re.findall(r"`(ndcg_spark\.[\w.]+)`", above[-1]) if above else []
+        tables.append(DocumentedTable(match.group(2), match.group(3), constants))
+        previous_end = match.end()
     return tables
+
+
+def generated_tables_page(page: str) -> str:
+    """docs/tables.md with every column table as the declarations give it."""
+    from ndcg_spark.config.schemas import TABLES as DECLARED
+
+    return COLUMNS_BLOCK.sub(lambda m: m.group(1) + DECLARED[m.group(2)].markdown() + m.group(4), page)
+
+
+def _under_default_metrics(name: str):
+    """The declared table as the code's constant lists it: the per-request table and the pool summary
+    under the default metrics (``[ndcg]``), the others as declared."""
+    from ndcg_spark.config import schemas
+    from ndcg_spark.measures import LEGACY_METRIC
+
+    by_metrics = {"per_request": schemas.per_request_schema, "pool_summary": schemas.pool_summary_schema}
+    return by_metrics[name]((LEGACY_METRIC,)) if name in by_metrics else schemas.TABLES[name]
+
+
+def test_tables_page_is_generated_from_the_declarations():
+    from ndcg_spark.config.schemas import TABLES as DECLARED
+
+    tables = documented_tables()
+    assert [t.name for t in tables] == list(DECLARED), "docs/tables.md: a COLUMNS block per declared table, in order"
+    behind = [t.name for t in tables if t.text != DECLARED[t.name].markdown()]
+    assert not behind, f"docs/tables.md is behind the declarations of {behind}: run `python tests/test_docs.py`"
 
 
 def _column_names(dotted: str) -> list[str]:
@@ -558,45 +565,61 @@ def _column_names(dotted: str) -> list[str]:
 
 
 def test_every_documented_table_lists_the_codes_columns_in_order():
+    """The constants named above each table are the code's lists of the declared columns, in order."""
     tables = documented_tables()
-    assert len(tables) == 12, [t.heading for t in tables]
+    assert len(tables) == 12, [t.name for t in tables]
     for table in tables:
-        assert table.constants, f"{table.heading}: name the code's column list above the table"
-        expected = [c for dotted in table.constants for c in _column_names(dotted)]
-        documented = [name for name, _ in table.columns]
-        assert documented == expected, f"docs/tables.md, {table.heading}: documented {documented}, code {expected}"
+        assert table.constants, f"docs/tables.md, {table.name}: name the code's column list above the table"
+        code = [c for dotted in table.constants for c in _column_names(dotted)]
+        declared = list(_under_default_metrics(table.name).names)
+        assert code == declared, f"docs/tables.md, {table.name}: {table.constants} list {code}, declared {declared}"
 
 
-def _schema(spark, root: Path, table: DocumentedTable) -> dict[str, str]:
-    constant = table.constants[0].rpartition(".")[2]
-    if constant in WRITTEN:
-        df = spark.read.parquet(str(root / "warehouse" / WRITTEN[constant]))
-    elif constant == "POOL_COLUMNS":
-        import ndcg_spark
+def test_declared_column_types_are_the_spark_types_they_name():
+    """Each declared type is what Spark prints for the type it builds (no session needed)."""
+    from ndcg_spark.config.schemas import TABLES as DECLARED
 
-        sample = root / "data" / "sample"
+    for table in DECLARED.values():
+        built = [f.dataType.simpleString() for f in table.struct_type().fields]
+        assert built == [c.type for c in table.columns], table.name
+
+
+def _written(spark, root: Path, name: str):
+    """The table a small run wrote (the pool summary and the quarantine computed from the sample), and
+    its declaration: the per-request table's under the metrics it holds, the pool summary's under its contract's."""
+    import ndcg_spark
+    from ndcg_spark.config import schemas
+    from ndcg_spark.config.per_request import metrics_in
+
+    if name == "pool_summary":
+        sample, contract = root / "data" / "sample", ndcg_spark.Contract()
         df = ndcg_spark.pool_summary(spark.read.parquet(str(sample / "candidates")),
-                                     spark.read.parquet(str(sample / "judgments")), ndcg_spark.Contract())
-    elif constant == "QUARANTINE_COLUMNS":
-        import ndcg_spark
-
+                                     spark.read.parquet(str(sample / "judgments")), contract)
+        return df, schemas.pool_summary_schema(contract.metric_names)
+    if name == "quarantine":
         dirty = spark.createDataFrame([(None, "a", 1, 1.0)], "request_id string, doc_id string, position int, grade double")
         spec = ndcg_spark.ValidationSpec(default="quarantine", max_quarantined_share=1.0)
-        df = ndcg_spark.validate_inputs(dirty, None, ndcg_spark.Contract(), spec).quarantine
-    else:
-        raise AssertionError(f"{table.heading}: no written table known for {constant}")
-    return {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        return ndcg_spark.validate_inputs(dirty, None, ndcg_spark.Contract(), spec).quarantine, schemas.QUARANTINE
+    df = spark.read.parquet(str(root / "warehouse" / name))
+    return df, schemas.per_request_schema(metrics_in(df.columns)) if name == "per_request" else schemas.TABLES[name]
 
 
 @pytest.mark.e2e
 def test_documented_column_types_are_the_written_tables(spark, checkout):
+    """Every declared column is written with its declared type, and every written column is declared
+    (but the per-request table's slice columns)."""
+    from ndcg_spark.config.schemas import TABLES as DECLARED
+
     root, _ = checkout
     problems = []
-    for table in documented_tables():
-        written = _schema(spark, root, table)
-        for name, documented in table.columns:
-            if written.get(name) != documented:
-                problems.append(f"{table.heading}: {name} documented {documented}, written {written.get(name)}")
+    for name in DECLARED:
+        df, declared = _written(spark, root, name)
+        written = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        for column in declared.columns:
+            if written.get(column.name) != column.type:
+                problems.append(f"{name}: {column.name} declared {column.type}, written {written.get(column.name)}")
+        if declared.slices_at is None:
+            problems += [f"{name}: {c} written, not declared" for c in written if c not in declared.names]
     assert not problems, "\n".join(problems)
 
 
@@ -623,7 +646,9 @@ def test_rule_catalogue_is_generated_from_the_code():
     assert match.group(2) == rule_table(), "docs/validation.md is behind the rules: run `.venv/bin/python tests/test_docs.py`"
 
 
-if __name__ == "__main__":  # rewrite the generated rule table of docs/validation.md
+if __name__ == "__main__":  # rewrite the generated rule table of docs/validation.md and column tables of docs/tables.md
     text = VALIDATION.read_text(encoding="utf-8")
     VALIDATION.write_text(RULES_BLOCK.sub(lambda m: m.group(1) + rule_table() + m.group(3), text), encoding="utf-8")
     print(f"{VALIDATION.relative_to(ROOT)}: rule table rewritten", file=sys.stderr)
+    TABLES.write_text(generated_tables_page(TABLES.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"{TABLES.relative_to(ROOT)}: column tables rewritten", file=sys.stderr)

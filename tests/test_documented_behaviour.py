@@ -231,11 +231,11 @@ def test_compare_without_a_judgments_table_same_pool(spark):
         paired = [rid for rid in REQUESTS if a[rid]["ndcg"] is not None]
         with_positive = [rid for rid in REQUESTS if positives[rid] > 0]
         assert row.comparison_kind == "reranker" and not row.pools_differ
-        assert (row.n_paired, row.n_neither, row.n_recall_requests) == (
+        assert (row.n_paired, row.n_neither, row.n_pool_recall_requests) == (
             len(paired), len(REQUESTS) - len(paired), len(with_positive))
         assert row.delta_macro == pytest.approx(_mean(b[r]["ndcg"] - a[r]["ndcg"] for r in paired), abs=EPS)
         # both show every judged document: the known positives are all in each pool
-        assert (row.baseline_recall_macro, row.candidate_recall_macro) == (1.0, 1.0)
+        assert (row.baseline_pool_recall_macro, row.candidate_pool_recall_macro) == (1.0, 1.0)
 
 
 def test_compare_without_a_judgments_table_end_to_end_pools_the_judged_candidates(spark):
@@ -270,12 +270,12 @@ def test_compare_without_a_judgments_table_end_to_end_pools_the_judged_candidate
     positives = {rid: sum(g > 0 for g in docs.values()) for rid, docs in known.items()}
     with_positive = [rid for rid in a if positives.get(rid, 0) > 0]
     assert row.comparison_kind == "end_to_end" and row.ndcg_ideal == "judgments" and row.pools_differ
-    assert row.n_paired == len(paired) and row.n_recall_requests == len(with_positive) > 0
+    assert row.n_paired == len(paired) and row.n_pool_recall_requests == len(with_positive) > 0
     assert row.baseline_ndcg_macro == pytest.approx(_mean(a[r]["ndcg"] for r in paired), abs=EPS)
     assert row.candidate_ndcg_macro == pytest.approx(_mean(b[r]["ndcg"] for r in paired), abs=EPS)
-    assert row.baseline_recall_macro == pytest.approx(
+    assert row.baseline_pool_recall_macro == pytest.approx(
         _mean(a[r]["n_positive"] / positives[r] for r in with_positive), abs=EPS)
-    assert row.candidate_recall_macro == pytest.approx(
+    assert row.candidate_pool_recall_macro == pytest.approx(
         _mean(b[r]["n_positive"] / positives[r] for r in with_positive), abs=EPS)
     # the shared ideal is not A's own: stage 1 (ideal from A's pool) gives other numbers
     own = _oracle_rows(score_all(rows, None, k=[5]), "A", 5)

@@ -111,6 +111,30 @@ def test_an_added_column_is_added_to_the_table_and_older_nights_read_null(lakeho
     assert _rows(spark, target, "n1") == [(f"q{i}", 0.5, None) for i in range(3)]
 
 
+def test_a_retired_column_is_written_null_and_the_older_nights_keep_theirs(lakehouse_session, target):
+    """docs/tables.md, "Tables written before the metric column": the comparison's pool recall was
+    renamed once recall@K became a metric. A table written before keeps the old column: the next
+    night writes it as null (one commit) and adds the new one; the older night keeps its values, and
+    reading both with the current names (``legacy.as_current``) finds each night's pool recall."""
+    from ndcg_spark.legacy import as_current
+    from ndcg_spark.comparison.columns import COMPARISON_LEGACY, COMPARISON_RENAMED
+
+    spark = lakehouse_session
+    write_run_partitioned(_night(spark, "n1", 3, n_recall_requests=F.lit(5).cast("bigint"),
+                                 baseline_recall_macro=F.lit(0.9)), target)
+    before = lakehouse.commits(spark, target)
+    write_run_partitioned(_night(spark, "n2", 2, n_pool_recall_requests=F.lit(4).cast("bigint"),
+                                 baseline_pool_recall_macro=F.lit(0.8)), target)
+    assert len(lakehouse.commits(spark, target)) - len(before) == 1
+    table = spark.read.table(target.table_name)
+    by_night = {r.run_id: r for r in table.groupBy("run_id").agg(
+        F.max("n_recall_requests").alias("old"), F.max("n_pool_recall_requests").alias("new")).collect()}
+    assert (by_night["n1"].old, by_night["n1"].new, by_night["n2"].old, by_night["n2"].new) == (5, None, None, 4)
+    current = as_current(table, COMPARISON_LEGACY, COMPARISON_RENAMED)
+    assert {r.run_id: r.baseline_pool_recall_macro for r in current.select("run_id", "baseline_pool_recall_macro")
+            .distinct().collect()} == {"n1": 0.9, "n2": 0.8}
+
+
 @pytest.mark.parametrize("change", ["dropped", "retyped"])
 def test_a_dropped_or_retyped_column_is_refused_with_the_statement_that_migrates_it(lakehouse_session, target,
                                                                                      change):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 from pyspark.sql import functions as F
@@ -274,9 +274,15 @@ def test_the_plan_takes_the_steps_settling_most_per_judgment_and_states_the_wors
     assert plan[-1].spread_remaining < plan[0].spread_now
 
 
+def _tied(a: float, b: float) -> bool:
+    """Two rates equal but for the doubles' rounding (the rule's ties: relative 1e-9)."""
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
 def _greedy(in_order, curve, weights, n) -> list[tuple[str, str]]:
     """The plan's order by its rule, step by step: the step (from where a request stands to a later
-    prefix) that settles the most per document, ties to the smaller request id, then the shorter step."""
+    prefix) that settles the most per document, ties to the smaller request id, then the shorter step
+    (rates equal but for rounding are tied)."""
     at = dict.fromkeys(curve, 0)
     out: list[tuple[str, str]] = []
     while len(out) < n:
@@ -285,7 +291,7 @@ def _greedy(in_order, curve, weights, n) -> list[tuple[str, str]]:
             j = at[r]
             for end in range(j + 1, len(curve[r])):
                 rate = weights[r] * (curve[r][j] - curve[r][end]) / (end - j)
-                if rate > 0 and (best is None or rate > best[0]):
+                if rate > 0 and (best is None or (rate > best[0] and not _tied(rate, best[0]))):
                     best = (rate, r, end)
         if best is None:
             break
@@ -321,3 +327,67 @@ def test_a_request_the_system_returned_nothing_for_is_no_part_of_the_target(spar
     assert target_sums(rows, target).count == 1.0
     older = target_rows(per_request.drop("no_results"), target)  # a table without the flag: q2 is a request of it
     assert sorted(r.request_id for r in older.collect()) == ["q1", "q2"] and target_sums(older, target).count == 1.0
+
+
+def test_rates_equal_but_for_rounding_are_tied_and_go_by_request_id():
+    """Mathematically equal rates from different sums (3 x 0.1 is 0.30000000000000004 in doubles):
+    the request-id rule decides, not the last bit; within a request the shorter step."""
+    from ndcg_spark.judging.order import Curve, plan_order
+
+    first = Curve("q1", 1.0, ("a",), {0: 0.3, 1: 0.0})
+    second = Curve("q2", 3.0, ("b",), {0: 0.1, 1: 0.0})
+    assert 3.0 * 0.1 > 0.3  # the rounding that used to put q2 first
+    assert [c.request_id for c, _, _ in plan_order([second, first], budget=2)] == ["q1", "q2"]
+    # within a request: two steps of equal rate (0.2 per document), the shorter first
+    curve = Curve("q3", 1.0, ("c", "d"), {0: 0.6, 1: 0.4, 2: 0.2})
+    assert curve.step(0) == (0.19999999999999996, 1)
+    # on random curves, every rate a multiple of 1/7 (many mathematically equal, a few bits apart): the rule's order
+    rng = random.Random(7)
+    curves, in_order, left, weights = [], {}, {}, {}
+    for i in range(40):
+        n = rng.randint(1, 3)
+        weight = rng.choice([1.0, 3.0, 0.5])
+        drops = sorted((rng.randint(1, 6) / 7.0 / weight for _ in range(n)), reverse=True)
+        points = [sum(drops)]
+        for d in drops:
+            points.append(points[-1] - d)
+        rid = f"r{i:02d}"
+        docs = tuple(f"{rid}-{j}" for j in range(n))
+        curves.append(Curve(rid, weight, docs, dict(enumerate(points))))
+        in_order[rid], left[rid], weights[rid] = list(docs), points, weight
+    got = [(c.request_id, doc) for c, doc, _ in plan_order(curves, budget=60)]
+    assert got == _greedy(in_order, left, weights, 60)
+    equal_rates = Counter(round(weights[r] * (left[r][0] - left[r][1]) * 7, 6) for r in left)
+    assert max(equal_rates.values()) >= 5  # the ties the rule decides are there
+
+
+def test_a_request_the_system_returned_nothing_for_counts_under_no_results_zero(spark):
+    """Under ``no_results: zero`` stage 2 counts a request the system returned nothing for as 0: the
+    plan's target is that mean, so its spread and every swing are the stage-2 mean's, brute-forced
+    over every grading of the unjudged documents (the oracle scores the answered request)."""
+    from ndcg_spark import AggregateSpec, aggregate, score_requests
+
+    cands = spark.createDataFrame([("q1", "a", 1), ("q1", "b", 2), ("q1", "c", 3)],
+                                  "request_id string, doc_id string, position int")
+    judged_rows = [("q1", "a", 1.0), ("q2", "z", 2.0)]
+    judged = spark.createDataFrame(judged_rows, "request_id string, doc_id string, grade double")
+    contract = Contract(k=[3], max_grade=3, no_results="zero")
+    stage2 = aggregate(score_requests(cands, judged, contract), AggregateSpec(replicates=0))
+    macro = stage2.filter("metric = 'ndcg' AND slice_dimension = 'overall'").first()
+    assert (macro.n_requests, macro.n_eligible, macro.n_no_results) == (2, 2, 1)
+
+    def stage2_mean(grades: dict) -> float:  # q2 counts 0; q1 scored by the oracle with these grades
+        shown = [oracle.Candidate(d, p, None, {"a": 1.0, **grades}.get(d)) for d, p in (("a", 1), ("b", 2), ("c", 3))]
+        q1 = oracle.score_request(shown, k=[3], bounds=False, unjudged="separate")[3]["ndcg"] or 0.0
+        return (q1 + 0.0) / 2
+
+    assert math.isclose(macro.macro, stage2_mean({}), abs_tol=TOL)
+    every = [stage2_mean(dict(zip("bc", combo))) for combo in itertools.product([0.0, 1.0, 2.0, 3.0], repeat=2)]
+    plan = judge_next(cands, judged, contract, JudgingSpec(budget=2, k=3), system="default").collect()
+    assert math.isclose(plan[0].spread_now, max(every) - min(every), abs_tol=TOL)  # q2's range is 0, in the mean
+    for row in plan:
+        alone = [stage2_mean({row.doc_id: g}) for g in (0.0, 1.0, 2.0, 3.0)]
+        assert math.isclose(row.swing, max(alone) - min(alone), abs_tol=TOL), row.doc_id
+    exclude = judge_next(cands, judged, Contract(k=[3], max_grade=3), JudgingSpec(budget=2, k=3),
+                         system="default").collect()
+    assert math.isclose(exclude[0].spread_now, 2 * plan[0].spread_now, abs_tol=TOL)  # q2 no part of that mean

@@ -316,8 +316,8 @@ def test_a_ranker_answering_fewer_shows_in_the_counts_the_trend_and_the_comparis
 
 def test_the_default_leaves_every_fingerprint_as_it_was():
     assert Contract().fingerprint == Contract(no_results="exclude").fingerprint != Contract(no_results="zero").fingerprint
-    assert Contract.from_dict({"preset": "ranking_evaluator"}).no_results == "zero"
-    assert Contract.from_dict({"preset": "trec_eval"}).no_results == "exclude"
+    assert Contract.from_dict({"preset": "ranking_evaluator"}).no_results.name == "zero"
+    assert Contract.from_dict({"preset": "trec_eval"}).no_results.name == "exclude"
 
 
 def test_a_night_read_back_keeps_its_new_columns_beside_older_nights(spark, tmp_path):
@@ -332,3 +332,29 @@ def test_a_night_read_back_keeps_its_new_columns_beside_older_nights(spark, tmp_
                           target)
     assert read_run(spark, target, "2026-12-02").first().n_no_results == 3
     assert read_run(spark, target, "2026-01-01").first().n_no_results is None
+
+
+@pytest.mark.parametrize("policy", ["exclude", "zero"])
+def test_a_list_the_shell_check_quarantined_is_not_a_request_returned_nothing_for(spark, policy):
+    """In the shell: ``q1``'s list repeats a document and ``validate_inputs`` quarantines it (its
+    judgments stay). ``score_requests(v.candidates, v.judgments, v.contract)`` must count it in the
+    quarantine -- the ranker answered, its list broke doc_repeated -- not as nothing returned, and never
+    score it 0 under ``no_results: zero``: the validated frame of candidates carries the lists it set aside."""
+    from ndcg_spark import AggregateSpec, ValidationSpec, aggregate, score_requests, validate_inputs
+
+    cands = spark.createDataFrame([("q1", "a", 1), ("q1", "a", 2), ("q2", "b", 1), ("q2", "c", 2)],
+                                  "request_id string, doc_id string, position int")
+    judged = spark.createDataFrame([("q1", "a", 2.0), ("q2", "b", 1.0), ("q2", "c", 0.0)],
+                                   "request_id string, doc_id string, grade double")
+    spec = ValidationSpec.from_dict({"rules": {"doc_repeated": "quarantine"}, "max_quarantined_share": 1.0})
+    v = validate_inputs(cands, judged, Contract(k=[3], no_results=policy), spec)
+    assert v.accounting["candidates"].rows_quarantined == 2
+    rows = score_requests(v.candidates, v.judgments, v.contract).collect()
+    assert [(r.request_id, r.no_results) for r in rows] == [("q2", False)]
+    out = aggregate(score_requests(v.candidates, v.judgments, v.contract), AggregateSpec(replicates=0)).first()
+    assert (out.n_requests, out.n_no_results, out.macro) == (1, 0, 1.0)
+    # a frame derived from the validated one is another frame: the keys are passed explicitly then
+    derived = v.candidates.select("*")
+    assert {r.request_id for r in score_requests(derived, v.judgments, v.contract).collect()} == {"q1", "q2"}
+    kept = score_requests(derived, v.judgments, v.contract, set_aside=v.set_aside).collect()
+    assert [r.request_id for r in kept] == ["q2"]

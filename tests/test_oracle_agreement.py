@@ -6,9 +6,10 @@ requests with no positive grade at all, requests whose only positives were never
 single-candidate requests, lists shorter *and* longer than the largest K (k = 1, 3, 5, 10, 50),
 non-integer grades, judged documents that no system retrieved, and requests scored by two systems.
 
-Order/ties x ideal_from x unjudged run in full (the scorer branches on how they combine); gain
-and empty_ideal (applied on their own) are spread over those 18 contracts so that every value of
-every choice meets every value of every other (pairwise, checked by a test). Score order with
+Order/ties x ideal_from x unjudged run in full (the scorer branches on how they combine); gain,
+empty_ideal and the declared metrics (NDCG alone; NDCG and recall; recall over min(K, R) at
+relevant grade 2 first, then NDCG) are spread over those 18 contracts so that every value of every
+choice meets every value of every other (pairwise, checked by a test). Score order with
 ties by doc id descending (trec_eval's) takes the doc-id branch with the opposite sort, so it runs
 in three more contracts that meet every value of every other choice, not every combination. Each is compared
 column by column to 1e-9. The exponential (default) gain runs on the full data set; linear and
@@ -63,9 +64,17 @@ BRANCHING_ORDER_TIES = ["position", "score-doc_id", "score-average"]
 IDEAL_FROM = ["candidates", "judgments"]
 UNJUDGED = ["zero", "exclude", "separate"]
 EMPTY_IDEAL = ["exclude", "zero"]
+#: the metrics a contract declares, with recall's choices (the oracle's keywords)
+METRIC_SETS = {
+    "ndcg": dict(metrics=("ndcg",)),
+    "ndcg+recall": dict(metrics=("ndcg", "recall")),
+    "recall_capped_at_2+ndcg": dict(metrics=("recall", "ndcg"), recall="capped", relevant_grade=2.0),
+}
 
 COMPARED = ["request_id", "system", "k", "dcg", "idcg", "ndcg", "empty_ideal", "no_results",
             "n_candidates", "n_judged", "n_positive", "n_unjudged_in_top_k", "ndcg_unjudged_low", "ndcg_unjudged_high"]
+#: compared too when recall is declared
+RECALL_COMPARED = ["relevant_in_top_k", "n_relevant", "recall", "recall_unjudged_low", "recall_unjudged_high"]
 #: the generated grades run from 0 to 3: every contract of the grids declares that scale, so the
 #: unjudged bounds are compared with the oracle under every combination (a gain table declares it too)
 MAX_GRADE = 3.0
@@ -292,23 +301,27 @@ CAND_SCHEMA = "request_id string, system string, doc_id string, position int, sc
 JUDG_SCHEMA = "request_id string, doc_id string, grade double"
 
 
-def _grid() -> list[tuple[str, str, str, str, str]]:
+def _grid() -> list[tuple[str, str, str, str, str, str]]:
     """Order/ties x ideal_from x unjudged in full: the collecting plan branches on how these
     three combine (ties formed among the ranked candidates, the condensed list, the ideal from
-    the ranked candidates or the judgments). Gain and empty_ideal are applied on their own (one
-    gain column; the NDCG of an empty ideal, last), so they are assigned to cover every pair of
-    values of any two choices: with ``s`` the sum of the three indices, gain ``s % 3`` and
-    empty_ideal ``s % 2`` meet each other value and each other (``s`` runs over 0..5). Each other
-    order/ties runs once per unjudged policy ``u``, with ideal ``u % 2``, gain ``(u + 1) % 3`` and
-    empty_ideal ``(u + 1) % 2``: every value of every other choice, in three contracts."""
+    the ranked candidates or the judgments). Gain, empty_ideal and the metrics are applied on their
+    own (one gain column; a metric's value and the empty ideal, last), so they are assigned to cover
+    every pair of values of any two choices: with ``s`` the sum of the three indices, gain ``s % 3``
+    and empty_ideal ``s % 2`` meet each other value and each other (``s`` runs over 0..5), and the
+    metrics ``(d + u) % 3`` meet every value of every other choice. Each other order/ties runs once
+    per unjudged policy ``u``, with ideal ``u % 2``, gain ``(u + 1) % 3``, empty_ideal ``(u + 1) %
+    2`` and metrics ``(u + 2) % 3``: every value of every other choice, in three contracts."""
     grid = []
     lists = (BRANCHING_ORDER_TIES, IDEAL_FROM, UNJUDGED)
+    metric_sets = list(METRIC_SETS)
     for (o, ot), (d, i), (u, un) in itertools.product(*(enumerate(c) for c in lists)):
         s = o + d + u
-        grid.append((list(GAINS)[s % len(GAINS)], ot, i, un, EMPTY_IDEAL[s % len(EMPTY_IDEAL)]))
+        grid.append((list(GAINS)[s % len(GAINS)], ot, i, un, EMPTY_IDEAL[s % len(EMPTY_IDEAL)],
+                     metric_sets[(d + u) % len(metric_sets)]))
     for ot in (ot for ot in ORDER_TIES if ot not in BRANCHING_ORDER_TIES):
         for u, un in enumerate(UNJUDGED):
-            grid.append((list(GAINS)[(u + 1) % len(GAINS)], ot, IDEAL_FROM[u % 2], un, EMPTY_IDEAL[(u + 1) % 2]))
+            grid.append((list(GAINS)[(u + 1) % len(GAINS)], ot, IDEAL_FROM[u % 2], un, EMPTY_IDEAL[(u + 1) % 2],
+                         metric_sets[(u + 2) % len(metric_sets)]))
     return grid
 
 
@@ -358,20 +371,38 @@ class GridParts:
 
 
 #: the choices of the grid and their values
-OPTIONS = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL]
+OPTIONS = [list(GAINS), list(ORDER_TIES), IDEAL_FROM, UNJUDGED, EMPTY_IDEAL, list(METRIC_SETS)]
 #: the grid's core: every value of every choice (the fast lane); the others run in the whole suite
 CORE_COMBOS = each_value_once(COMBOS, OPTIONS)
 
 
 def _combo_id(combo) -> str:
-    g, ot, i, u, e = combo
-    return f"{g}-{ot}-ideal_{i}-unjudged_{u}-empty_{e}"
+    g, ot, i, u, e, m = combo
+    return f"{g}-{ot}-ideal_{i}-unjudged_{u}-empty_{e}-{m}"
 
 
 def _choices(combo) -> dict:
-    g, ot, i, u, e = combo
+    """The oracle's keywords of a contract of the grid (:func:`contract_of` makes it the library's)."""
+    g, ot, i, u, e, m = combo
     order, ties = ORDER_TIES[ot]
-    return dict(gain=GAINS[g], order=order, ties=ties, ideal_from=i, unjudged=u, empty_ideal=e, max_grade=MAX_GRADE)
+    return dict(gain=GAINS[g], order=order, ties=ties, ideal_from=i, unjudged=u, empty_ideal=e, max_grade=MAX_GRADE,
+                **METRIC_SETS[m])
+
+
+def contract_of(k, choices: dict):
+    """The library's contract of the oracle's keywords (recall's denominator a metric parameter)."""
+    from ndcg_spark import Contract
+
+    choices = dict(choices)
+    denominator = choices.pop("recall", "all_relevant")
+    metrics = [{"recall": {"denominator": denominator}} if m == "recall" else m
+               for m in choices.pop("metrics", ("ndcg",))]
+    return Contract(k=k, metrics=metrics, **choices)
+
+
+def compared(choices: dict) -> list[str]:
+    """The per-request columns compared with the oracle under these choices."""
+    return COMPARED + (RECALL_COMPARED if "recall" in choices.get("metrics", ()) else [])
 
 
 def _close(a, b) -> bool:
@@ -481,9 +512,9 @@ def _agreement(data, combos: list[tuple]) -> dict:
     def build(combo):
         cdf, jdf = data[_data_set(combo[0])]["frames"]
         # no request is large here: skip the count (the cut and its count are tested below)
-        contract = Contract(k=KS, **_choices(combo))
+        contract = contract_of(KS, _choices(combo))
         return score_requests(cdf, jdf, contract, run_id="oracle-agreement", large_request=None,
-                              validate=False).select(*COMPARED)
+                              validate=False).select(*compared(_choices(combo)))
 
     def expected(combo):
         return oracle.score_prepared(data[_data_set(combo[0])]["prepared"], k=KS, **_choices(combo))
@@ -531,7 +562,7 @@ KS_CUT = [1, 3, 5]
 #: whether unjudged candidates are ranked (``exclude``; ``zero`` and ``separate`` both rank them):
 #: each of these runs with every request cut (the listing limit passed, so even short lists).
 CUT_COMBOS = [
-    ("table", ot, i, u, "exclude")
+    ("table", ot, i, u, "exclude", "ndcg+recall")
     for ot in ORDER_TIES
     for n, i in enumerate(IDEAL_FROM)
     for u in ("exclude", ("zero", "separate")[n])
@@ -556,8 +587,8 @@ def _cut_agreement(data, runs: list[tuple]) -> dict:
     def build(run):
         combo = run[1]
         # the dense plan would score the position-order lists without collecting (nothing to cut)
-        return score_requests(cdf, jdf, Contract(k=KS_CUT, **_choices(combo)), run_id="cut", large_request=5,
-                              dense_plan=False, validate=False).select(*COMPARED)
+        return score_requests(cdf, jdf, contract_of(KS_CUT, _choices(combo)), run_id="cut", large_request=5,
+                              dense_plan=False, validate=False).select(*compared(_choices(combo)))
 
     results = collect_concurrently([run for run in runs if run[0] == "listed"], build)
     large.MAX_LISTED_LARGE = 10
@@ -584,7 +615,7 @@ def cut_agreement(data) -> GridParts:
 
 
 def test_the_cut_grid_covers_its_branches():
-    kinds = {(ot, i, u == "exclude") for _, ot, i, u, _ in CUT_COMBOS}
+    kinds = {(ot, i, u == "exclude") for _, ot, i, u, _, _ in CUT_COMBOS}
     assert kinds == set(itertools.product(ORDER_TIES, IDEAL_FROM, (True, False))) and len(kinds) == len(CUT_COMBOS)
     assert {c[1] for c in LISTED_CUT_COMBOS} == set(ORDER_TIES)
     assert {c[2] for c in LISTED_CUT_COMBOS} == set(IDEAL_FROM)

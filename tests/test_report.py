@@ -24,8 +24,8 @@ HOSTILE = "<script>alert('x')</script>"
 def _agg(system, k, dim, value, macro, lo, hi, eligible, empty, all_, small=False):
     return {
         "run_id": "r1", "system": system, "pool_version": "pool-A", "k": k, "slice_dimension": dim,
-        "slice_value": value, "macro_ndcg": macro, "macro_ci_low": lo, "macro_ci_high": hi,
-        "weighted_ndcg": macro + 0.01, "weighted_ci_low": lo + 0.01, "weighted_ci_high": hi + 0.01,
+        "slice_value": value, "macro": macro, "macro_ci_low": lo, "macro_ci_high": hi,
+        "weighted": macro + 0.01, "weighted_ci_low": lo + 0.01, "weighted_ci_high": hi + 0.01,
         "n_eligible": eligible, "n_empty_ideal": empty, "n_requests": all_, "weight_eligible": float(eligible),
         "weight_all": float(all_), "unjudged_share": 0.125, "below_min_eligible": small, "min_eligible": 30,
         "ci_level": 0.95, "contract_fingerprint": "f8a3a72347d4e364", "code_version": "0.1.0",
@@ -43,8 +43,8 @@ def data():
     ]
     audit = [{
         "system": "bm25", "pool_version": "pool-A", "k": 10, "slice_dimension": "rarity", "n_slices": 3,
-        "n_slices_ranked": 2, "worst_slice_value": HOSTILE, "worst_macro_ndcg": 0.41, "worst_ci_low": 0.35,
-        "worst_ci_high": 0.47, "worst_n_eligible": 320, "overall_macro_ndcg": 0.61234, "gap_to_overall": -0.20234,
+        "n_slices_ranked": 2, "worst_slice_value": HOSTILE, "worst_macro": 0.41, "worst_ci_low": 0.35,
+        "worst_ci_high": 0.47, "worst_n_eligible": 320, "overall_macro": 0.61234, "gap_to_overall": -0.20234,
         "ci_below_overall": True,
     }]
     hist = [{"system": "bm25", "pool_version": "pool-A", "k": 10, "metric": "ndcg", "bucket": b, "count": c}
@@ -54,15 +54,15 @@ def data():
     comparison = {
         "run_id": "r1", "baseline": "bm25", "candidate": "hybrid", "comparison_kind": "end_to_end",
         "baseline_pool_version": "pool-A", "candidate_pool_version": "pool-B", "pools_differ": True,
-        "ndcg_ideal": "judgments", "slice_dimension": "overall", "slice_value": "all", "k": 10, "n_requests": 2000,
+        "ideal": "judgments", "slice_dimension": "overall", "slice_value": "all", "k": 10, "n_requests": 2000,
         "n_paired": 1800, "n_only_baseline_missing": 10, "n_only_baseline_empty": 4, "n_only_candidate_missing": 6,
         "n_only_candidate_empty": 3, "n_neither": 177, "n_pool_differs": 1200, "paired_weight": 1800.0,
-        "baseline_ndcg_macro": 0.6, "candidate_ndcg_macro": 0.67, "delta_macro": 0.0712,
+        "baseline_macro": 0.6, "candidate_macro": 0.67, "delta_macro": 0.0712,
         "delta_macro_ci_low": 0.0601, "delta_macro_ci_high": 0.0833, "p_value_macro": 0.001,
-        "baseline_ndcg_weighted": 0.61, "candidate_ndcg_weighted": 0.66, "delta_weighted": 0.05,
+        "baseline_weighted": 0.61, "candidate_weighted": 0.66, "delta_weighted": 0.05,
         "delta_weighted_ci_low": 0.04, "delta_weighted_ci_high": 0.06, "p_value_weighted": 0.002,
-        "wins": 901, "ties": 555, "losses": 344, "n_recall_requests": 1700, "baseline_recall_macro": 0.7311,
-        "candidate_recall_macro": 0.8422, "baseline_recall_weighted": 0.7, "candidate_recall_weighted": 0.8,
+        "wins": 901, "ties": 555, "losses": 344, "n_pool_recall_requests": 1700, "baseline_pool_recall_macro": 0.7311,
+        "candidate_pool_recall_macro": 0.8422, "baseline_pool_recall_weighted": 0.7, "candidate_pool_recall_weighted": 0.8,
         "below_min_paired": False, "min_paired": 30, "tie_tolerance": 1e-9, "ci_level": 0.95,
         "bootstrap_replicates": 200, "permutations": 199, "seed": 0, "contract_fingerprint": "f8a3a72347d4e364",
     }
@@ -79,8 +79,8 @@ def data():
 def test_render_shows_every_overall_number_with_its_denominators(data):
     page = render_html(data)
     for row in (r for r in data["aggregates"] if r["slice_dimension"] == "overall"):
-        for text in (fmt_mean(row["macro_ndcg"]), fmt_interval(row["macro_ci_low"], row["macro_ci_high"]),
-                     fmt_mean(row["weighted_ndcg"]), fmt_count(row["n_eligible"]), fmt_count(row["n_empty_ideal"]),
+        for text in (fmt_mean(row["macro"]), fmt_interval(row["macro_ci_low"], row["macro_ci_high"]),
+                     fmt_mean(row["weighted"]), fmt_count(row["n_eligible"]), fmt_count(row["n_empty_ideal"]),
                      fmt_count(row["n_requests"])):
             assert text in page, text
     assert "0.6123" in page and "[0.6001, 0.6246]" in page and "1,834" in page and "2,000" in page
@@ -158,7 +158,7 @@ def test_report_options_bins_and_k_from_the_yaml():
 
 
 def test_render_draws_the_histogram_in_the_declared_bins_and_slices_at_the_declared_k(data):
-    at_3 = [dict(r, k=3, macro_ndcg=0.5) for r in data["aggregates"] if r["slice_dimension"] == "rarity"]
+    at_3 = [dict(r, k=3, macro=0.5) for r in data["aggregates"] if r["slice_dimension"] == "rarity"]
     rows = data["aggregates"] + at_3
     hist = [dict(h, bucket=min(h["bucket"], 4)) if h["metric"] == "ndcg" and h["bucket"] is not None else h
             for h in data["histograms"]]
@@ -238,14 +238,14 @@ def test_build_report_writes_a_page_with_the_aggregate_numbers(built):
     assert path.name == "report.html" and path.parent.name == "2026-11-29"
     assert len(rows) == 4  # 2 systems x 2 K
     for r in rows:
-        assert fmt_mean(r["macro_ndcg"]) in page and fmt_count(r["n_requests"]) in page
+        assert fmt_mean(r["macro"]) in page and fmt_count(r["n_requests"]) in page
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in page
     assert "unjudged candidates in the top K" in page
     slices = [r for r in all_rows if r["slice_dimension"] == "equipment_rarity"]
     assert len(slices) == 2 * 2 * 3  # systems x K x (common, uncommon, rare)
     for r in slices:  # every slice row in the slice table: system, K, value, then its macro NDCG
         cells = rf"<tr><td[^>]*>{r['system']}</td><td[^>]*>{r['k']}</td><td[^>]*>{r['slice_value']}</td><td[^>]*><span[^>]*>"
-        assert re.search(cells + re.escape(fmt_mean(r["macro_ndcg"])), page), r
+        assert re.search(cells + re.escape(fmt_mean(r["macro"])), page), r
     assert (path.parent / "comparison-bm25-vs-hybrid.html").is_file()
     assert not re.search(r"https?://", page)
     assert "This run is not published" not in page  # published: no warning
@@ -300,7 +300,7 @@ def test_page_in_headless_chromium_shows_the_aggregate_numbers(built, tmp_path):
     text = re.sub(r"<[^>]+>", " ", dom)
     assert "Overall NDCG@K per system" in text
     for r in rows:
-        for expected in (fmt_mean(r["macro_ndcg"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
+        for expected in (fmt_mean(r["macro"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
                          fmt_count(r["n_eligible"]), fmt_count(r["n_empty_ideal"]), fmt_count(r["n_requests"])):
             assert expected in text, expected
 

@@ -27,8 +27,8 @@ def _night(run, system, k, macro, lo, hi, eligible, empty, all_, previous=None, 
     """One trend row; ``extra`` sets the break, delta and flag columns."""
     row = {
         "run_id": run, "system": system, "pool_version": "pool-a", "k": k, "slice_dimension": "overall",
-        "slice_value": "all", "contract_fingerprint": "9b1c", "macro_ndcg": macro, "macro_ci_low": lo,
-        "macro_ci_high": hi, "weighted_ndcg": macro + 0.02, "weighted_ci_low": lo + 0.02,
+        "slice_value": "all", "contract_fingerprint": "9b1c", "macro": macro, "macro_ci_low": lo,
+        "macro_ci_high": hi, "weighted": macro + 0.02, "weighted_ci_low": lo + 0.02,
         "weighted_ci_high": hi + 0.02, "n_eligible": eligible, "n_empty_ideal": empty, "n_requests": all_,
         "empty_ideal_share": empty / all_, "unjudged_share": 0.1, "below_min_eligible": False,
         "previous_run_id": previous, "comparable": comparable, "break_reason": None, "delta_macro": None,
@@ -63,16 +63,16 @@ def _trend():
 
 
 def _agg(row):
-    keep = ("system", "pool_version", "k", "slice_dimension", "slice_value", "macro_ndcg", "macro_ci_low",
-            "macro_ci_high", "weighted_ndcg", "weighted_ci_low", "weighted_ci_high", "n_eligible", "n_empty_ideal",
+    keep = ("system", "pool_version", "k", "slice_dimension", "slice_value", "macro", "macro_ci_low",
+            "macro_ci_high", "weighted", "weighted_ci_low", "weighted_ci_high", "n_eligible", "n_empty_ideal",
             "n_requests", "unjudged_share", "below_min_eligible")
     return {name: row[name] for name in keep} | {"run_id": RUN, "min_eligible": 30, "ci_level": 0.95}
 
 
 def _audit(system, k, dim, value, mean, lo, hi, n, overall, below, ranked=3):
     return {"system": system, "pool_version": "pool-a", "k": k, "slice_dimension": dim, "n_slices": 4,
-            "n_slices_ranked": ranked, "worst_slice_value": value, "worst_macro_ndcg": mean, "worst_ci_low": lo,
-            "worst_ci_high": hi, "worst_n_eligible": n, "overall_macro_ndcg": overall,
+            "n_slices_ranked": ranked, "worst_slice_value": value, "worst_macro": mean, "worst_ci_low": lo,
+            "worst_ci_high": hi, "worst_n_eligible": n, "overall_macro": overall,
             "gap_to_overall": None if mean is None else mean - overall, "ci_below_overall": below}
 
 
@@ -99,6 +99,33 @@ def data():
             "metadata": None, "chart_k": 10, "trend": trend}
 
 
+def _with_panel(data: dict) -> dict:
+    """``data`` with recall@K declared beside NDCG: a panel row per system and K, recall's deltas."""
+    panel = [dict(r, metric="recall", macro=r["macro"] + 0.1, macro_ci_low=r["macro_ci_low"] + 0.1,
+                  macro_ci_high=r["macro_ci_high"] + 0.1, n_eligible=r["n_eligible"] - (7 if r["system"] == "hybrid" else 0))
+             for r in data["aggregates"]]
+    recall = [dict(c, metric="recall", delta_macro=0.0123, delta_macro_ci_low=0.0101, delta_macro_ci_high=0.0144)
+              for c in data["comparisons"]]
+    return dict(data, metrics=["ndcg", "recall"], panel=panel, comparisons=data["comparisons"] + recall)
+
+
+def test_first_screen_shows_the_other_metrics_beside_the_headline(data):
+    """recall@K declared beside NDCG: a compact table at the chart K, each mean with its interval and its
+    eligible count where it differs from the headline's; each comparison line adds recall's delta."""
+    first = _first_screen(render_html(_with_panel(data)))
+    panel = first[first.index("<table class='panel'>"):]
+    panel = panel[:panel.index("</table>")]
+    assert "macro recall@10 [interval]" in panel and "recall@5" not in panel  # the chart K only
+    rows = {re.search(r"<b>(\w+)</b>", row).group(1): row for row in panel.split("<tr data-headline='panel'>")[1:]}
+    bm25 = next(r for r in data["aggregates"] if r["system"] == "bm25" and r["k"] == 10)
+    assert fmt_mean(bm25["macro"] + 0.1) in rows["bm25"] and "eligible" not in rows["bm25"]  # the headline's count
+    assert "1,827 eligible" in rows["hybrid"]  # 7 fewer than NDCG's 1,834
+    verdict = next(line for line in first.split("<li ") if "hybrid vs bm25 @10" in line)
+    assert "recall@10 <span class='num'>+0.0123</span> <span class='ci'>[+0.0101, +0.0144]</span>" in verdict
+    assert "recall" not in next(line for line in first.split("<li ") if "hybrid vs bm25 @5" in line)
+    assert first.count("data-headline='verdict'") == 3  # the headline metric's lines only
+
+
 def _section(page: str, start: str, end: str) -> str:
     return page[page.index(start):page.index(end, page.index(start))]
 
@@ -115,7 +142,7 @@ def test_first_screen_shows_each_systems_headline_with_denominator_and_change(da
         row = re.search(rf"<tr data-headline='{r['system']}'>(?:(?!</tr>).)*<td>{r['k']}</td>(?:(?!</tr>).)*</tr>",
                         first)
         assert row, (r["system"], r["k"])
-        for text in (fmt_mean(r["macro_ndcg"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
+        for text in (fmt_mean(r["macro"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
                      f"{fmt_count(r['n_eligible'])} eligible of {fmt_count(r['n_requests'])}"):
             assert text in row.group(0), text
     # the change from the previous comparable night, or why there is none
@@ -201,8 +228,8 @@ def test_trend_tables_give_every_nights_numbers_with_denominators(data):
         assert row, (r["system"], r["k"], r["run_id"])
         cells = row.group(0)
         share = f"{fmt_share(r['n_empty_ideal'] / r['n_requests'])} ({r['n_empty_ideal']} / 2,000)"
-        for text in (r["pool_version"], fmt_mean(r["macro_ndcg"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
-                     fmt_mean(r["weighted_ndcg"]), f"{fmt_count(r['n_eligible'])} / 2,000", share):
+        for text in (r["pool_version"], fmt_mean(r["macro"]), fmt_interval(r["macro_ci_low"], r["macro_ci_high"]),
+                     fmt_mean(r["weighted"]), f"{fmt_count(r['n_eligible'])} / 2,000", share):
             assert text in cells, (text, cells)
         if r["comparable"]:
             assert f"<td>{fmt_delta(r['delta_macro'])}</td>" in cells
@@ -242,6 +269,7 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     binary = _chromium()
     if binary is None:
         pytest.skip("chromium is not installed here (apt-get install chromium); CI installs it")
+    data = _with_panel(data)  # recall@K beside NDCG: the panel must fit too
     page = render_html(data)
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
@@ -256,7 +284,7 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     text = html.unescape(re.sub(r"<[^>]+>", " ", dom))
     for expected in ("At a glance", "candidate better", f"break: {CONTRACT_BREAK}", "Trend: the last 5 runs",
                      "break 1", "moved + shift", POOL_BREAK, fmt_delta(0.0104),
-                     *(fmt_mean(r["macro_ndcg"]) for r in data["trend"])):
+                     *(fmt_mean(r["macro"]) for r in data["trend"])):
         assert expected in text, expected
     # a test-only copy without the CSP, with a script that measures the headline where the window shows it
     probe = tmp_path / "probe.html"
@@ -268,10 +296,11 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     # the page's viewport in a 1400x900 window: less than 900 tall (the window's own frame), so stricter
     assert measured["width"] == 1400 and measured["height"] <= 900 and measured["scrollY"] == 0
     items = measured["items"]
-    assert len(items) == len(data["aggregates"]) + 3  # every headline row and verdict line, measured
+    systems = {r["system"] for r in data["aggregates"]}
+    assert len(items) == len(data["aggregates"]) + 3 + len(systems)  # every headline row, panel row, verdict line
     below_the_fold = [it for it in items if not 0 <= it["top"] < it["bottom"] <= measured["height"]]
     assert not below_the_fold, below_the_fold
     shown = " ".join(it["text"] for it in items)
     for r in data["aggregates"]:
-        assert fmt_mean(r["macro_ndcg"]) in shown and fmt_interval(r["macro_ci_low"], r["macro_ci_high"]) in shown
+        assert fmt_mean(r["macro"]) in shown and fmt_interval(r["macro_ci_low"], r["macro_ci_high"]) in shown
     assert fmt_delta(0.0912) in shown and "candidate worse" in shown

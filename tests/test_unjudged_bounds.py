@@ -107,11 +107,17 @@ def test_the_aggregate_carries_both_means_of_each_bound(spark):
         spark.createDataFrame(CANDS, "request_id string, doc_id string, position int"),
         spark.createDataFrame(JUDGED, "request_id string, doc_id string, grade double"),
         Contract(k=[2], max_grade=3), validate=False)
-    row = aggregate(per_request, AggregateSpec(replicates=0)).first()
-    assert _close(row["macro_ndcg"], 1.0)
-    assert _close(row["macro_ndcg_unjudged_low"], 1.0)  # q2 has no low bound: its ideal is empty
-    assert _close(row["macro_ndcg_unjudged_high"], (Q1_HIGH + Q2_HIGH) / 2)
-    assert _close(row["weighted_ndcg_unjudged_high"], (Q1_HIGH + Q2_HIGH) / 2)  # weight 1 each
+    rows = {r.metric: r for r in aggregate(per_request, AggregateSpec(replicates=50)).collect()}
+    assert set(rows) == {"ndcg", "ndcg_unjudged_low", "ndcg_unjudged_high"}  # a what-if is a row of its own
+    row, low, high = rows["ndcg"], rows["ndcg_unjudged_low"], rows["ndcg_unjudged_high"]
+    assert _close(row["macro"], 1.0) and _close(row["macro_ndcg"], 1.0)
+    assert _close(low["macro"], 1.0) and low["n_eligible"] == 1  # q2 has no low bound: its ideal is empty
+    assert _close(high["macro"], (Q1_HIGH + Q2_HIGH) / 2) and high["n_eligible"] == 2
+    assert _close(high["weighted"], (Q1_HIGH + Q2_HIGH) / 2)  # weight 1 each
+    assert high["macro_ci_low"] <= high["macro"] <= high["macro_ci_high"]  # with its own interval
+    # the NDCG row keeps the table's columns from before the metric column: the what-ifs' means
+    assert _close(row["macro_ndcg_unjudged_low"], low["macro"]) and _close(row["macro_ndcg_unjudged_high"], high["macro"])
+    assert _close(row["weighted_ndcg_unjudged_high"], high["weighted"]) and low["macro_ndcg"] is None
 
 
 @pytest.mark.parametrize("dense_plan", [True, False])

@@ -706,11 +706,17 @@ def test_fuzz_each_malformed_request_is_quarantined_and_the_rest_scored_unchange
         )
         # 4. ... and its scores equal scoring the clean rows alone (identical duplicates merged)
         clean_j = sorted({(r, d, None if g is None else float(g)) for (r, d, g), out in judgs if not out})
+        # a quarantined list was answered: no row, not one of a request s1 returned nothing for (its
+        # other lists and judgments stay); the validated frame knows them, the clean rows alone do not
+        broken_lists = spark.createDataFrame([(rid, "s1", None) for rid, (_, _, scope, _) in expected.items()
+                                              if scope == "list"],
+                                             "request_id string, system string, pool_version string")
         want = score_requests(
             spark.createDataFrame(want_c, FUZZ_C),
             spark.createDataFrame(clean_j, JUDGS),
             contract,
             attributes=Attributes(table=spark.createDataFrame([r for r, out in attrs if not out], ATTRS), weight="weight"),
+            set_aside=broken_lists,
         )
         got = score_requests(v.candidates, v.judgments, v.contract, attributes=v.attributes)
         got_rows, want_rows = _score_rows(got), _score_rows(want)

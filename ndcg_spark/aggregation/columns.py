@@ -1,11 +1,20 @@
-"""The columns stage 2 reads and writes: the aggregate, audit and run-metadata tables."""
+"""The columns stage 2 reads and writes: the aggregate, audit and run-metadata tables.
+
+The tables are declared, with their types and meanings, in :mod:`ndcg_spark.config.schemas`; this
+module names them for stage 2, with the groups of columns it computes together.
+
+>>> AGGREGATE_COLUMNS[4:8], RUN_METADATA_SCHEMA["row_counts"].dataType.simpleString()
+(('metric', 'slice_dimension', 'slice_value', 'macro'), 'map<string,bigint>')
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import types as T
+from ndcg_spark.config.schemas import AGGREGATE, AGGREGATE_LEGACY, AUDIT, AUDIT_LEGACY, INPUT_READ, RUN_METADATA
 
 __all__ = [
     "AGGREGATE_COLUMNS",
+    "AGGREGATE_LEGACY",
+    "AUDIT_LEGACY",
     "AUDIT_COLUMNS",
     "GROUP_KEYS",
     "INTERVAL_COLUMNS",
@@ -15,10 +24,11 @@ __all__ = [
     "STAMP_COLUMNS",
 ]
 
-#: What one aggregate row is "per" (besides the slice): never pooled across any of these.
-GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k")
+#: What one aggregate row is "per" (besides the slice): never pooled across any of these. A
+#: ``metric`` is a declared metric or one of its what-ifs (:mod:`ndcg_spark.measures`).
+GROUP_KEYS = ("run_id", "contract_fingerprint", "pool_version", "system", "k", "metric")
 
-#: The per-request columns stage 2 reads (besides the slice columns of its spec).
+#: The per-request columns stage 2 reads (besides each metric's, and the slice columns of its spec).
 PER_REQUEST_INPUTS = (
     "run_id",
     "contract_fingerprint",
@@ -26,7 +36,6 @@ PER_REQUEST_INPUTS = (
     "system",
     "request_id",
     "k",
-    "ndcg",
     "empty_ideal",
     "n_candidates",
     "n_unjudged_in_top_k",
@@ -39,88 +48,15 @@ INTERVAL_COLUMNS = ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighte
 #: What an aggregate row was computed under and when, carried on to the audit.
 STAMP_COLUMNS = ("min_eligible", "ci_level", "code_version", "created_at")
 
-#: The columns of the aggregate table, in order.
-AGGREGATE_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "k",
-    "slice_dimension",
-    "slice_value",
-    "macro_ndcg",
-    "macro_ci_low",
-    "macro_ci_high",
-    "weighted_ndcg",
-    "weighted_ci_low",
-    "weighted_ci_high",
-    "n_eligible",
-    "n_empty_ideal",
-    "n_no_results",
-    "n_requests",
-    "weight_eligible",
-    "weight_all",
-    "unjudged_share",
-    "macro_ndcg_unjudged_low",
-    "macro_ndcg_unjudged_high",
-    "weighted_ndcg_unjudged_low",
-    "weighted_ndcg_unjudged_high",
-    "below_min_eligible",
-    "min_eligible",
-    "ci_level",
-    "contract_fingerprint",
-    "code_version",
-    "created_at",
-)
+#: The columns of the aggregate table, in order (declared in :data:`ndcg_spark.config.schemas.AGGREGATE`,
+#: its legacy columns :data:`AGGREGATE_LEGACY` last).
+AGGREGATE_COLUMNS = AGGREGATE.names
 
-#: The columns of the audit table, in order.
-AUDIT_COLUMNS = (
-    "run_id",
-    "system",
-    "pool_version",
-    "k",
-    "slice_dimension",
-    "n_slices",
-    "n_slices_ranked",
-    "worst_slice_value",
-    "worst_macro_ndcg",
-    "worst_ci_low",
-    "worst_ci_high",
-    "worst_n_eligible",
-    "overall_macro_ndcg",
-    "gap_to_overall",
-    "ci_below_overall",
-    "min_eligible",
-    "ci_level",
-    "contract_fingerprint",
-    "code_version",
-    "created_at",
-)
+#: The columns of the audit table, in order (:data:`ndcg_spark.config.schemas.AUDIT`; :data:`AUDIT_LEGACY` last).
+AUDIT_COLUMNS = AUDIT.names
 
 #: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.job.lineage``).
-INPUT_READ_SCHEMA = T.StructType(
-    [
-        T.StructField("role", T.StringType(), False),
-        T.StructField("source", T.StringType(), False),
-        T.StructField("table", T.StringType(), True),
-        T.StructField("path", T.StringType(), True),
-        T.StructField("format", T.StringType(), False),
-        T.StructField("version", T.LongType(), True),
-        T.StructField("fingerprint", T.StringType(), True),
-        T.StructField("files", T.LongType(), True),
-        T.StructField("bytes", T.LongType(), True),
-    ]
-)
+INPUT_READ_SCHEMA = INPUT_READ.struct_type()
 
-#: The run-metadata table: one row per run.
-RUN_METADATA_SCHEMA = T.StructType(
-    [
-        T.StructField("run_id", T.StringType(), False),
-        T.StructField("contract_fingerprint", T.StringType(), False),
-        T.StructField("contract", T.StringType(), False),
-        T.StructField("aggregate_spec", T.StringType(), False),
-        T.StructField("row_counts", T.MapType(T.StringType(), T.LongType(), False), False),
-        T.StructField("code_version", T.StringType(), False),
-        T.StructField("created_at", T.TimestampType(), False),
-        T.StructField("inputs", T.ArrayType(INPUT_READ_SCHEMA, False), True),
-    ]
-)
+#: The run-metadata table: one row per run (:data:`ndcg_spark.config.schemas.RUN_METADATA`).
+RUN_METADATA_SCHEMA = RUN_METADATA.struct_type()

@@ -4,9 +4,9 @@ The draws come from the shared statistics core (:mod:`ndcg_spark.metrics.resampl
 Poisson count is a pure function of ``(seed, replicate, unit)``, and every sum is exact fixed
 point, so the intervals are the same bits whatever the partitioning.
 
-Layout: each group (run x contract x pool x system x K) becomes a column index; the rows of a
-request are pivoted into one row per request (its NDCG and weight terms per group, already in
-fixed point), and every replicate's sums of count x term are taken per finest slice cell at once
+Layout: each group (run x contract x pool x system x K x metric) becomes a column index; the rows
+of a request are pivoted into one row per request (its value and weight terms per group, already
+in fixed point), and every replicate's sums of count x term are taken per finest slice cell at once
 (:func:`~ndcg_spark.metrics.resampling.replicate_sums`: matrix products over a batch of units, no
 row per unit x replicate, the cells rolled up to slices there too) -- so the draws cost requests x
 replicates, not requests x systems x K x slices x replicates. The sums are then unpivoted back to
@@ -29,10 +29,12 @@ from ndcg_spark.metrics.slices import percentile_interval
 
 __all__ = ["GROUPS_PER_PASS", "bootstrap_intervals"]
 
-#: bootstrap groups pivoted into columns per pass over the data: 8 kept the generated code of the
-#: replicate expansion's loop under the JVM's 8 KB JIT limit (measured: 3.8 KB for 8 groups); the
-#: replicates are now summed in numpy, and the pivot's width still grows with it (not re-measured)
-GROUPS_PER_PASS = 8
+#: bootstrap groups pivoted into columns per pass over the data. 8 kept the generated code of a
+#: replicate expansion's loop under the JVM's 8 KB JIT limit, when Spark expanded the replicates; they
+#: are summed in numpy now, and with a group per metric and what-if (2 systems x 4 K x 6 on the demo:
+#: 48) every pass more read the rows again: stage 2 of the demo's night 62 s at 8, 20.5 s at 48, the
+#: same bits (a group's sums do not depend on the others pivoted beside it)
+GROUPS_PER_PASS = 64
 
 
 
@@ -85,7 +87,7 @@ def _replicate_means(
     rolled = drawn.toDF(*[c.removeprefix("drawn_") for c in drawn.columns])
     replicate = []
     for i in chunk:
-        macro, weighted = means(groups, F.col(f"eligible_{i}"), f"ndcg_sum_{i}", f"weighted_ndcg_sum_{i}",
+        macro, weighted = means(groups, F.col(f"eligible_{i}"), f"value_sum_{i}", f"weighted_value_sum_{i}",
                                 f"eligible_weight_sum_{i}")
         replicate.append(F.struct(F.lit(i).alias("_group_index"), macro.alias("_macro"), weighted.alias("_weighted")))
     return rolled.select("slice_dimension", "slice_value", F.explode(F.array(*replicate)).alias("_means")).select(
@@ -94,15 +96,15 @@ def _replicate_means(
 
 
 def _one_row_per_request(part: DataFrame, slice_cols: list[str], chunk: list[int]) -> DataFrame:
-    """One row per request (and slice cell): its NDCG and weight in each group of ``chunk``
-    (``ndcg_{i}``, ``weight_{i}``; null when not eligible). A request listed twice for one group
+    """One row per request (and slice cell): its value and weight in each group of ``chunk``
+    (``value_{i}``, ``weight_{i}``; null when not eligible). A request listed twice for one group
     would be silently collapsed here, so the query fails instead (``_duplicate`` raises)."""
-    index, eligible = F.col("_group_index"), F.col("ndcg").isNotNull()
+    index, eligible = F.col("_group_index"), F.col("value").isNotNull()
     duplicated = F.greatest(*[F.count(F.when(index == i, 1)) for i in chunk], F.lit(0)) > 1
     failure = F.raise_error(F.concat(F.lit("per_request: request "), F.col("request_id"), F.lit(DUPLICATE_REQUEST)))
     return part.groupBy("request_id", *slice_cols).agg(
         F.when(duplicated, failure).alias("_duplicate"),
-        *[F.max(F.when((index == i) & eligible, F.col("ndcg"))).alias(f"ndcg_{i}") for i in chunk],
+        *[F.max(F.when((index == i) & eligible, F.col("value"))).alias(f"value_{i}") for i in chunk],
         *[F.max(F.when((index == i) & eligible, F.col("weight"))).alias(f"weight_{i}") for i in chunk],
     )
 
@@ -117,14 +119,14 @@ def _fixed_point_terms(
     ``_duplicate`` is null unless it raised; folding it into the unit keeps the check from being
     pruned away.
     """
-    x, w = groups.ndcg_sum, groups.weight_sum
+    x, w = groups.value_sum, groups.weight_sum
     terms, term_names = [], []
     for i in chunk:
-        ndcg, weight = F.col(f"ndcg_{i}"), F.col(f"weight_{i}")
-        terms += [F.when(ndcg.isNotNull(), F.lit(1)).alias(f"eligible_{i}"), *x.parts(ndcg, f"ndcg_sum_{i}")]
-        term_names += [f"eligible_{i}", *x.names(f"ndcg_sum_{i}")]
+        value, weight = F.col(f"value_{i}"), F.col(f"weight_{i}")
+        terms += [F.when(value.isNotNull(), F.lit(1)).alias(f"eligible_{i}"), *x.parts(value, f"value_sum_{i}")]
+        term_names += [f"eligible_{i}", *x.names(f"value_sum_{i}")]
         if not groups.uniform_weight:
-            terms += [*w.parts(weight * ndcg, f"weighted_ndcg_sum_{i}"), *w.parts(weight, f"eligible_weight_sum_{i}")]
-            term_names += [*w.names(f"weighted_ndcg_sum_{i}"), *w.names(f"eligible_weight_sum_{i}")]
+            terms += [*w.parts(weight * value, f"weighted_value_sum_{i}"), *w.parts(weight, f"eligible_weight_sum_{i}")]
+            term_names += [*w.names(f"weighted_value_sum_{i}"), *w.names(f"eligible_weight_sum_{i}")]
     unit = F.coalesce(F.col("_duplicate").cast("string"), F.col("request_id")).alias("_unit")
     return wide.select(*slice_cols, *terms, unit), term_names

@@ -1,87 +1,44 @@
-"""The column lists of the comparison's two tables (the documented schemas are checked against them)."""
+"""The column lists of the comparison's two tables: the comparison table and the pool summary.
+
+Both are declared, with their types and meanings, in :mod:`ndcg_spark.config.schemas`
+(:data:`~ndcg_spark.config.schemas.COMPARISON`, :func:`~ndcg_spark.config.schemas.pool_summary_schema`);
+this module names them for the comparison.
+
+>>> pool_columns(("ndcg", "recall"))[-3:]
+('idcg_known', 'n_relevant_known', 'contract_fingerprint')
+"""
 
 from __future__ import annotations
 
-__all__ = ["COMPARISON_COLUMNS", "PER_REQUEST_INPUTS", "POOL_COLUMNS"]
+from collections.abc import Sequence
 
-#: Columns of :func:`~ndcg_spark.comparison.pools.pool_summary`, in order.
-POOL_COLUMNS = (
-    "system",
-    "pool_version",
-    "request_id",
-    "k",
-    "pool_hash",
-    "n_pool",
-    "n_known_positive",
-    "idcg_known",
-    "contract_fingerprint",
-)
+from ndcg_spark.config.schemas import COMPARISON, COMPARISON_LEGACY, COMPARISON_RENAMED, known, pool_summary_schema
+from ndcg_spark.measures import LEGACY_METRIC
 
-#: Columns of the comparison table, in order (``run_id`` first; it is the partition column).
-COMPARISON_COLUMNS = (
-    "run_id",
-    "baseline",
-    "candidate",
-    "comparison_kind",
-    "baseline_pool_version",
-    "candidate_pool_version",
-    "pools_differ",
-    "ndcg_ideal",
-    "slice_dimension",
-    "slice_value",
-    "k",
-    "n_requests",
-    "n_paired",
-    "n_only_baseline_missing",
-    "n_only_baseline_empty",
-    "n_only_candidate_missing",
-    "n_only_candidate_empty",
-    "n_neither",
-    "n_baseline_no_results",
-    "n_candidate_no_results",
-    "n_pool_differs",
-    "paired_weight",
-    "baseline_ndcg_macro",
-    "candidate_ndcg_macro",
-    "delta_macro",
-    "delta_macro_ci_low",
-    "delta_macro_ci_high",
-    "p_value_macro",
-    "baseline_ndcg_weighted",
-    "candidate_ndcg_weighted",
-    "delta_weighted",
-    "delta_weighted_ci_low",
-    "delta_weighted_ci_high",
-    "p_value_weighted",
-    "wins",
-    "ties",
-    "losses",
-    "n_recall_requests",
-    "baseline_recall_macro",
-    "candidate_recall_macro",
-    "baseline_recall_weighted",
-    "candidate_recall_weighted",
-    "below_min_paired",
-    "min_paired",
-    "tie_tolerance",
-    "ci_level",
-    "bootstrap_replicates",
-    "permutations",
-    "seed",
-    "bootstrap_buckets",
-    "contract_fingerprint",
-    "code_version",
-    "created_at",
-)
+__all__ = ["COMPARISON_COLUMNS", "COMPARISON_LEGACY", "COMPARISON_RENAMED", "PER_REQUEST_INPUTS", "POOL_COLUMNS",
+           "known", "pool_columns"]
 
-#: The per-request (stage 1) columns :func:`~ndcg_spark.comparison.paired.compare` reads.
+
+def pool_columns(metrics: Sequence[str]) -> tuple[str, ...]:
+    """Columns of :func:`~ndcg_spark.comparison.pools.pool_summary` for these metrics, in order: the
+    shared ideal's component of each (``idcg_known`` for NDCG, ``n_relevant_known`` for recall)."""
+    return pool_summary_schema(metrics).names
+
+
+#: Columns of :func:`~ndcg_spark.comparison.pools.pool_summary` under the default metrics, in order.
+POOL_COLUMNS = pool_columns((LEGACY_METRIC,))
+
+#: Columns of the comparison table, in order (``run_id`` first; it is the partition column), the
+#: legacy columns (:data:`COMPARISON_LEGACY`) last.
+COMPARISON_COLUMNS = COMPARISON.names
+
+#: The per-request (stage 1) columns :func:`~ndcg_spark.comparison.paired.compare` reads (and every
+#: metric's value and components).
 PER_REQUEST_INPUTS = (
     "system",
     "pool_version",
     "request_id",
     "k",
-    "dcg",
-    "ndcg",
     "empty_ideal",
     "n_candidates",
     "n_positive",

@@ -35,6 +35,8 @@ class PoolCheck:
     pools_differ: bool
     #: the largest absolute traffic weight of either side (0.0 when there is none)
     weight_bound: float
+    #: what-ifs (``ndcg_unjudged_low`` ...) either side has a value for: compared when the kind is reranker
+    valued_what_ifs: tuple[str, ...] = ()
 
 
 def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck:
@@ -49,7 +51,8 @@ def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck
         ``spec.kind == 'reranker'`` and the pools differ (in version, or in a shared request's
         candidate set).
     """
-    found = _pool_counts(joined)
+    what_ifs = [m for m in sides.measures if m not in sides.metrics]
+    found = _pool_counts(joined, what_ifs)
     _require_summary_of_the_run(joined, found, sides.contract_fingerprint)
     weight_bound = found["weight_bound"] if found["weight_bound"] is not None else 0.0
     if not math.isfinite(weight_bound):
@@ -62,12 +65,14 @@ def check_pools(joined: DataFrame, spec: CompareSpec, sides: Sides) -> PoolCheck
     if pools_differ and spec.kind == "reranker":
         raise PoolMismatchError(_refusal(joined, found, spec, sides, versions_differ))
     kind = "end_to_end" if spec.kind == "end_to_end" or pools_differ else "reranker"
-    return PoolCheck(kind=kind, pools_differ=pools_differ, weight_bound=weight_bound)
+    valued = tuple(w for i, w in enumerate(what_ifs) if found[f"_valued_{i}"])
+    return PoolCheck(kind=kind, pools_differ=pools_differ, weight_bound=weight_bound, valued_what_ifs=valued)
 
 
-def _pool_counts(joined: DataFrame) -> Row:
+def _pool_counts(joined: DataFrame, what_ifs: list[str]) -> Row:
     """The one aggregation of the guard, to the driver: counts, extremes and a maximum only (no
-    distinct count, no set), so one pass; what only an error message needs is read when it is raised."""
+    distinct count, no set), so one pass; what only an error message needs is read when it is raised.
+    It also counts the values of each of ``what_ifs`` (none without a declared scale)."""
     # a request a side returned nothing for has no pool row of that side's (nor candidates)
     baseline_in = F.col("baseline_in") & ~F.col("baseline_no_results")
     candidate_in = F.col("candidate_in") & ~F.col("candidate_no_results")
@@ -85,6 +90,8 @@ def _pool_counts(joined: DataFrame) -> Row:
         F.min(fingerprint).alias("min_fingerprint"),
         F.max(fingerprint).alias("max_fingerprint"),
         F.max(F.abs(F.coalesce(F.col("baseline_weight"), F.col("candidate_weight")))).alias("weight_bound"),
+        *[F.count(F.coalesce(F.col(f"baseline_{w}"), F.col(f"candidate_{w}"))).alias(f"_valued_{i}")
+          for i, w in enumerate(what_ifs)],
     ).first()
 
 
@@ -129,6 +136,6 @@ def _refusal(joined: DataFrame, found: Row, spec: CompareSpec, sides: Sides, ver
         f"{spec.baseline.describe()}: {' and '.join(reasons)}. A reranker comparison assumes both ranked the "
         "same candidates; here a difference in NDCG can come from the pool (what was retrieved) rather than "
         "from the ranking. Set compare.kind: end_to_end to compare them end to end — NDCG against one "
-        "shared ideal from the judgments, with each side's candidate recall reported — or compare two "
+        "shared ideal from the judgments, with each side's pool recall reported — or compare two "
         "rankings of the same pool."
     )

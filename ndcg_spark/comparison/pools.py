@@ -5,9 +5,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ndcg_spark.comparison.columns import known as known_column
+from ndcg_spark.comparison.columns import pool_columns
 from ndcg_spark.config.contract import Contract
-from ndcg_spark.metrics.dcg import dcg
+from ndcg_spark.config.per_request import component_names
+from ndcg_spark.measures import COMPONENTS
 from ndcg_spark.metrics.gain import gain
+from ndcg_spark.metrics.ranked_list import RankedList
 from ndcg_spark.scoring.columns import require_column
 from ndcg_spark.scoring.inputs import prepare_judgments, request_keys
 from ndcg_spark.validation.shell_check import shell_check
@@ -25,7 +29,7 @@ def pool_summary(
     validate: bool = True,
 ) -> DataFrame:
     """What the pool guard needs, per system × pool version × request × K
-    (:data:`~ndcg_spark.comparison.columns.POOL_COLUMNS`).
+    (:func:`~ndcg_spark.comparison.columns.pool_columns` of the contract's metrics).
 
     Parameters
     ----------
@@ -40,8 +44,9 @@ def pool_summary(
     DataFrame
         ``pool_hash`` (``xxhash64`` of the request's doc ids, sorted: equal sets, equal hash),
         ``n_pool`` (candidate rows; must equal the per-request ``n_candidates``),
-        ``n_known_positive`` (known documents of the request with grade > 0) and ``idcg_known``
-        (IDCG@K of every known judged document: the shared ideal of an end-to-end comparison).
+        ``n_known_positive`` (known documents of the request with grade > 0) and each metric's ideal
+        over every known judged document, the shared ideal of an end-to-end comparison: ``idcg_known``
+        (IDCG@K) for NDCG, ``n_relevant_known`` (relevant documents) for recall.
         The *known* judgments are the judgments table; for a pre-joined candidates table (no
         judgments table) they are the judged candidates of every system and pool pooled together
         (a document's highest grade), the classic pooled-judgments view. The positives *in* a pool
@@ -86,37 +91,37 @@ def pool_summary(
         F.xxhash64(F.array_sort(F.collect_list(F.coalesce(F.col("doc_id"), F.lit(""))))).alias("pool_hash"),
         F.count(F.lit(1)).alias("n_pool"),
     )
-    per_k = F.array(*[F.struct(F.lit(k).alias("k"), dcg(F.col("ideal"), k).alias("idcg_known")) for k in contract.k])
-    return (
+    shared = [c for c in component_names(contract.metric_names) if COMPONENTS[c].ideal]
+    every_judged = RankedList.nothing(F.col("ideal"), F.col("n_relevant_known") if contract.reads_relevance else None)
+    per_k = F.array(*[F.struct(F.lit(k).alias("k"), *[COMPONENTS[c].compute(every_judged, k).alias(known_column(c))
+                                                       for c in shared]) for k in contract.k])
+    joined = (
         pools.join(known, "request_id", "left")
         .withColumn("n_known_positive", F.coalesce(F.col("n_known_positive"), F.lit(0)).cast("long"))
         .withColumn("ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>")))
         .select("*", F.explode(per_k).alias("m"))
-        .select(
-            "system",
-            "pool_version",
-            "request_id",
-            "m.k",
-            "pool_hash",
-            "n_pool",
-            "n_known_positive",
-            "m.idcg_known",
-            F.lit(contract.fingerprint).alias("contract_fingerprint"),
-        )
     )
+    computed = {"k": F.col("m.k"), **{known_column(c): F.col(f"m.{known_column(c)}") for c in shared},
+                "contract_fingerprint": F.lit(contract.fingerprint)}
+    return joined.select(*[computed[c].alias(c) if c in computed else F.col(c)
+                           for c in pool_columns(contract.metric_names)])
 
 
 def _known_judgments(judged: DataFrame, contract: Contract) -> DataFrame:
-    """Per request: the known positives and the ideal gains (every judged document once, at its
-    highest grade, sorted descending)."""
+    """Per request: the known positives, the ideal gains (every judged document once, at its
+    highest grade, sorted descending) and, when a declared metric reads it, the relevant ones."""
+    grade = F.col("grade")
+    relevant = [F.count(F.when(contract.relevant(grade), True)).alias("n_relevant_known")] if contract.reads_relevance \
+        else []
     return (
         judged.select("request_id", "doc_id", "grade")
-        .filter(F.col("grade").isNotNull() & F.col("request_id").isNotNull())
+        .filter(grade.isNotNull() & F.col("request_id").isNotNull())
         .groupBy("request_id", "doc_id")
         .agg(F.max("grade").alias("grade"))
         .groupBy("request_id")
         .agg(
-            F.count(F.when(F.col("grade") > 0, True)).alias("n_known_positive"),
-            F.sort_array(F.collect_list(gain(F.col("grade"), contract.gain)), asc=False).alias("ideal"),
+            F.count(F.when(grade > 0, True)).alias("n_known_positive"),
+            F.sort_array(F.collect_list(gain(grade, contract.gain)), asc=False).alias("ideal"),
+            *relevant,
         )
     )

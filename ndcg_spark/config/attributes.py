@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ndcg_spark.config.checks import validate_identifier
-from ndcg_spark.config.per_request import PER_REQUEST_COLUMNS, STAMP_COLUMNS
+from ndcg_spark.config.per_request import RESERVED_COLUMNS
 from ndcg_spark.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,7 +41,7 @@ class Attributes:
             validate_identifier(self.weight, "attributes.weight")
         for i, s in enumerate(self.slices):
             validate_identifier(s, f"attributes.slices[{i}]")
-            if s in PER_REQUEST_COLUMNS or s in STAMP_COLUMNS:
+            if s in RESERVED_COLUMNS:
                 raise InputError(f"attributes.slices[{i}]: {s!r} collides with a per-request table column")
 
 

@@ -86,7 +86,7 @@ class CompareSpec:
         ``candidate − baseline``.
     kind : ``reranker`` (default: the two must have ranked the same candidate pool, else
         :class:`~ndcg_spark.comparison.guard.PoolMismatchError`), ``end_to_end`` (opt in: NDCG
-        against one shared ideal from the judgments, with candidate recall) or ``auto``
+        against one shared ideal from the judgments, with pool recall) or ``auto``
         (whichever the pools say, labelled).
     tie_tolerance : ``|delta| <= tie_tolerance`` is a tie (default 1e-9: float noise only).
     min_paired : slices with fewer paired requests are reported and flagged ``below_min_paired``.

@@ -33,8 +33,10 @@ import yaml
 
 from ndcg_spark.config.checks import require_choice, validate_identifier
 from ndcg_spark.config.gain import GainMapping
+from ndcg_spark.config.policies import EmptyIdeal, NoResults, Unjudged
 from ndcg_spark.config.presets import resolve_preset
 from ndcg_spark.errors import ContractError
+from ndcg_spark.measures import LEGACY_METRIC, Metric, parse_metrics
 
 CONTRACT_VERSION = 1
 
@@ -42,13 +44,13 @@ DISCOUNTS = ("log2",)
 ORDERS = ("auto", "position", "score")
 TIES = ("doc_id", "average", "doc_id_desc")
 IDEAL_FROM = ("candidates", "judgments")
-UNJUDGED = ("zero", "exclude", "separate")
-EMPTY_IDEAL = ("exclude", "zero", "error")
 NEGATIVE_GRADES = ("error", "zero")
-NO_RESULTS = ("exclude", "zero")
+#: the metrics a contract scores when it declares none
+DEFAULT_METRICS = (LEGACY_METRIC,)
 #: the fields stamped (and fingerprinted) only when declared away from their default: a contract
 #: that does not declare them keeps the fingerprint it had before they existed
-DECLARED_ONLY = {"max_grade": None, "negative_grades": "error", "no_results": "exclude"}
+DECLARED_ONLY = {"max_grade": None, "negative_grades": "error", "no_results": "exclude", "metrics": DEFAULT_METRICS,
+                 "relevant_grade": 1.0}
 
 @dataclass(frozen=True)
 class ColumnMapping:
@@ -120,6 +122,15 @@ class Contract:
         ``-c``, Spark's ``RankingEvaluator``). Default ``exclude``:
         the means of a night without such requests are what they were, and every contract keeps its
         fingerprint (``zero`` enters it). The ``ranking_evaluator`` preset sets ``zero``.
+    metrics : the metrics scored at every K (:mod:`ndcg_spark.measures`): names, or
+        ``{name: {parameter: value}}`` (``{"recall": {"denominator": "capped"}}``); default
+        ``["ndcg"]``. Every metric of a night is averaged over the same requests: a request without
+        an ideal for one of them (``empty_ideal``) is flagged for all, and under ``empty_ideal:
+        exclude`` set aside from all (``zero`` scores each metric's own missing ideal 0). In the
+        fingerprint only when not ``["ndcg"]``.
+    relevant_grade : a binary metric's relevance (``recall``): a document judged at this grade or
+        above is relevant (trec_eval's ``relevance_level``); default 1. In the fingerprint only
+        when not 1.
     """
 
     k: tuple[int, ...] = (1, 3, 5, 10)
@@ -128,12 +139,14 @@ class Contract:
     order: str = "auto"
     ties: str = "doc_id"
     ideal_from: str = "candidates"
-    unjudged: str = "separate"
-    empty_ideal: str = "exclude"
+    unjudged: Unjudged = Unjudged("separate")
+    empty_ideal: EmptyIdeal = EmptyIdeal("exclude")
     columns: ColumnMapping = field(default_factory=ColumnMapping)
     max_grade: float | None = None
     negative_grades: str = "error"
-    no_results: str = "exclude"
+    no_results: NoResults = NoResults("exclude")
+    metrics: tuple[Metric, ...] = DEFAULT_METRICS
+    relevant_grade: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", _parse_k(self.k))
@@ -143,10 +156,12 @@ class Contract:
         require_choice(self.order, ORDERS, "contract.order")
         require_choice(self.ties, TIES, "contract.ties")
         require_choice(self.ideal_from, IDEAL_FROM, "contract.ideal_from")
-        require_choice(self.unjudged, UNJUDGED, "contract.unjudged")
-        require_choice(self.empty_ideal, EMPTY_IDEAL, "contract.empty_ideal")
+        object.__setattr__(self, "unjudged", Unjudged.parse(self.unjudged))
+        object.__setattr__(self, "empty_ideal", EmptyIdeal.parse(self.empty_ideal))
+        object.__setattr__(self, "no_results", NoResults.parse(self.no_results))
         require_choice(self.negative_grades, NEGATIVE_GRADES, "contract.negative_grades")
-        require_choice(self.no_results, NO_RESULTS, "contract.no_results")
+        object.__setattr__(self, "metrics", parse_metrics(self.metrics))
+        object.__setattr__(self, "relevant_grade", _parse_relevant_grade(self.relevant_grade))
         # the gain mapping reads a negative grade as the contract says (one mapping for every reader)
         object.__setattr__(self, "gain", replace(self.gain, negative_as_zero=self.negative_grades == "zero"))
         object.__setattr__(self, "max_grade", self.gain.check_max_grade(self.max_grade))
@@ -196,6 +211,17 @@ class Contract:
             return self
         return replace(self, order="position" if self.columns.position in set(available_columns) else "score")
 
+    def resolutions(self) -> tuple[Contract, ...]:
+        """The contracts this one can resolve to (``order: auto``: by position, by score), the
+        fingerprint a scored table was stamped with being one of theirs.
+
+        >>> [c.order for c in Contract().resolutions()], Contract(order="score").resolutions()[0].order
+        (['position', 'score'], 'score')
+        """
+        if self.order != "auto":
+            return (self,)
+        return tuple(replace(self, order=o) for o in ("position", "score"))
+
     # ---------------------------------------------------------------- stamping
     def to_dict(self) -> dict[str, Any]:
         """The readable copy stamped into run metadata (plain types only)."""
@@ -207,11 +233,22 @@ class Contract:
             "order": self.order,
             "ties": self.ties,
             "ideal_from": self.ideal_from,
-            "unjudged": self.unjudged,
-            "empty_ideal": self.empty_ideal,
+            "unjudged": self.unjudged.name,
+            "empty_ideal": self.empty_ideal.name,
             "columns": {f.name: getattr(self.columns, f.name) for f in fields(self.columns)},
             # only when declared: every contract without them keeps its fingerprint
-            **{name: getattr(self, name) for name, default in DECLARED_ONLY.items() if getattr(self, name) != default},
+            **{name: value for name, value in self._declared().items() if value != DECLARED_ONLY[name]},
+        }
+
+    def _declared(self) -> dict[str, Any]:
+        """The :data:`DECLARED_ONLY` fields, as they are stamped."""
+        return {
+            "max_grade": self.max_grade,
+            "negative_grades": self.negative_grades,
+            "no_results": self.no_results.name,
+            "metrics": metrics if (metrics := [m.to_plain() for m in self.metrics]) != list(DEFAULT_METRICS)
+            else DEFAULT_METRICS,
+            "relevant_grade": self.relevant_grade,
         }
 
     def to_json(self) -> str:
@@ -230,6 +267,37 @@ class Contract:
         return self.k[-1]
 
     @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The declared metrics' names, in order (``("ndcg",)`` by default)."""
+        return tuple(m.name for m in self.metrics)
+
+    @property
+    def reads_relevance(self) -> bool:
+        """Whether a declared metric counts documents as relevant or not (``relevant_grade``)."""
+        return any(m.binary for m in self.metrics)
+
+    def metric(self, name: str) -> Metric:
+        """The declared metric of that name; a :class:`~ndcg_spark.errors.ContractError` when none is."""
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise ContractError("contract.metrics", f"does not declare {name!r} (declared: {', '.join(self.metric_names)})")
+
+    def relevant(self, grade: Any) -> Any:
+        """Whether a judged grade (a Spark Column) is relevant: at ``relevant_grade`` or above; an
+        unjudged (null) grade is not."""
+        from pyspark.sql import functions as F
+
+        return F.coalesce(grade >= F.lit(self.relevant_grade), F.lit(False))
+
+    @property
+    def unjudged_grades(self) -> tuple[float, float] | None:
+        """The lowest and the highest grade of the declared scale (the what-ifs judge every unjudged
+        candidate at them), or None without a scale; their gains are :attr:`unjudged_gains`."""
+        grades = self.gain.scale(self.max_grade)
+        return None if grades is None else (grades[0], grades[-1])
+
+    @property
     def unjudged_gains(self) -> tuple[float, float] | None:
         """The gains of the lowest and the highest grade of the declared scale -- what every
         unjudged candidate gets under the what-ifs ``ndcg_unjudged_low`` / ``_high`` -- or None
@@ -246,6 +314,16 @@ class Contract:
         True
         """
         return self.gain.ends(self.max_grade)
+
+
+def _parse_relevant_grade(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value or value in (
+            float("inf"), float("-inf")):
+        raise ContractError("contract.relevant_grade", f"must be a finite number, got {value!r}")
+    if value <= 0:
+        raise ContractError("contract.relevant_grade",
+                            f"must be above 0 (a grade-0 document is not relevant), got {value!r}")
+    return float(value)
 
 
 def _parse_k(value: Any) -> tuple[int, ...]:

@@ -32,6 +32,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.config.schemas import RUN_ATTEMPTS
 from ndcg_spark.errors import missing_file
 from ndcg_spark.job.config import Source
 from ndcg_spark.job.io import read_written, write_run_partitioned
@@ -41,11 +42,8 @@ from ndcg_spark.version import __version__
 __all__ = ["OUTCOMES", "RUN_ATTEMPTS_SCHEMA", "Attempt", "AttemptRecord", "attempt_row", "process_gone",
            "read_attempts", "recent_attempts", "record_attempt", "run_attempts"]
 
-RUN_ATTEMPTS_SCHEMA = (
-    "run_id string, attempt_id string, command string, host string, pid int, app_id string, "
-    "started_at timestamp, ended_at timestamp, outcome string, reason string, last_step string, "
-    "updated_at timestamp, code_version string"
-)
+#: the run-attempts table as Spark DDL (declared in :data:`ndcg_spark.config.schemas.RUN_ATTEMPTS`)
+RUN_ATTEMPTS_SCHEMA = RUN_ATTEMPTS.ddl
 RUNNING, COMPLETE, FAILED, INTERRUPTED, LOST, ABANDONED = (
     "running", "complete", "failed", "interrupted", "lost", "abandoned")
 OUTCOMES = (RUNNING, COMPLETE, FAILED, INTERRUPTED, LOST, ABANDONED)

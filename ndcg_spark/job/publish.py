@@ -34,6 +34,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ndcg_spark.config.schemas import RUN_STATUS
 from ndcg_spark.errors import CommitConflict, InputError, LeaseLost
 from ndcg_spark.job.attempts import Attempt, read_again_if_rewritten, utc
 from ndcg_spark.job.config import Source
@@ -43,10 +44,8 @@ from ndcg_spark.version import __version__
 RUNNING = "running"
 COMPLETE = "complete"
 FAILED = "failed"
-RUN_STATUS_SCHEMA = (
-    "run_id string, status string, updated_at timestamp, code_version string, attempt_id string, "
-    "started_at timestamp, ended_at timestamp, app_id string, host string, reason string"
-)
+#: the run-status table as Spark DDL (declared in :data:`ndcg_spark.config.schemas.RUN_STATUS`)
+RUN_STATUS_SCHEMA = RUN_STATUS.ddl
 STATUS_COLUMNS = tuple(part.split()[0] for part in RUN_STATUS_SCHEMA.split(","))
 
 

@@ -88,6 +88,8 @@ class RunOutcome:
 
     command: str
     run_id: str
+    #: the contract's metrics, in its order: the summaries show the first as the headline
+    metrics: tuple[str, ...] = ()
     #: the run-status table that says this run is complete (the commands that write stages)
     published: Source | None = None
     #: the attempt that wrote and published the run (its id on the run-status row)
@@ -164,9 +166,9 @@ def run_job(
         if guardrail_plan(config) is not None:  # the job declares guardrails
             with step(spark, run_id, "guardrails"):
                 guarded = guardrail_stage(spark, config, run_id)
-        outcome = RunOutcome(command, run_id, compared=compared, guarded=guarded)
+        outcome = RunOutcome(command, run_id, config.contract.metric_names, compared=compared, guarded=guarded)
     elif command == "report":
-        outcome = RunOutcome(command, run_id)
+        outcome = RunOutcome(command, run_id, config.contract.metric_names)
     else:
         outcome = _published_stages(spark, config, command, run_id, stage2=stage2, take_over=take_over, wait=wait,
                                     replay=plan)
@@ -224,8 +226,8 @@ def _published_stages(
                 lease.renew("trend")
                 with step(spark, run_id, "trend"):
                     trended = trend_stage(spark, config, run_id)
-    outcome = RunOutcome(command, run_id, published=lease.status, attempt_id=lease.attempt.attempt_id, scored=scored,
-                         aggregated=aggregated, trended=trended)
+    outcome = RunOutcome(command, run_id, config.contract.metric_names, published=lease.status,
+                         attempt_id=lease.attempt.attempt_id, scored=scored, aggregated=aggregated, trended=trended)
     with step(spark, run_id, "summary", level=logging.DEBUG):
         return _summary(spark, outcome)
 
@@ -248,7 +250,8 @@ def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:
     if trended is None:
         return outcome
     night = read_run(spark, trended.target, run_id).filter("slice_dimension = 'overall'")
-    return replace(outcome, trend_overall=tuple(r.asDict() for r in collect_sorted(night, "system", "pool_version", "k")))
+    return replace(outcome, trend_overall=tuple(r.asDict() for r in collect_sorted(night, "system", "pool_version", "k",
+                                                                                   "metric")))
 
 
 def _report(spark: SparkSession, config: JobConfig, command: str, run_id: str) -> ReportOutcome | None:

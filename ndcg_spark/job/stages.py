@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.aggregate_spec import AggregateSpec
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.per_request import metrics_in
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
 from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
@@ -153,16 +154,20 @@ def _read_inputs(
 
 
 def summarize_per_request(per_request: DataFrame) -> list[dict]:
-    """Overall macro NDCG per system x K with its denominators, for the CLI's closing lines."""
+    """Overall macro mean of every metric per system x K with its denominators, for the CLI's
+    closing lines: a row per metric (``metric``, ``macro``, ``scored``, ...)."""
+    metrics = metrics_in(per_request.columns)
     means = per_request.groupBy("contract_fingerprint", "system", "pool_version", "k").agg(
         F.count(F.lit(1)).alias("requests"),
-        F.count("ndcg").alias("scored"),
         F.sum(F.col("empty_ideal").cast("int")).alias("empty_ideal"),
         F.sum(F.col("no_results").cast("int")).alias("no_results"),
-        F.avg("ndcg").alias("macro_ndcg"),
+        *[F.count(m).alias(f"scored_{m}") for m in metrics],
+        *[F.avg(m).alias(f"macro_{m}") for m in metrics],
     )
     rows = collect_sorted(means, "contract_fingerprint", "system", "pool_version", "k")
-    return [r.asDict() for r in rows]
+    keys = ("contract_fingerprint", "system", "pool_version", "k", "requests", "empty_ideal", "no_results")
+    return [{**{c: r[c] for c in keys}, "metric": m, "scored": r[f"scored_{m}"], "macro": r[f"macro_{m}"]}
+            for r in rows for m in metrics]
 
 
 @dataclass(frozen=True)
@@ -269,9 +274,7 @@ def aggregate_stage(
 def resolved_contract(contract: Contract, fingerprint: str) -> Contract:
     """The resolution of ``contract`` (``order: auto`` -> position or score) whose fingerprint is
     ``fingerprint``; a :class:`~ndcg_spark.errors.ContractError` when none is."""
-    from dataclasses import replace
-
-    options = [contract] if contract.order != "auto" else [replace(contract, order=o) for o in ("position", "score")]
+    options = contract.resolutions()
     for option in options:
         if option.fingerprint == fingerprint:
             return option
@@ -290,9 +293,10 @@ def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[d
     from ndcg_spark.metrics.slices import OVERALL
 
     aggregates = read_run(spark, result.target, result.run_id)
-    overall = collect_sorted(aggregates.filter(F.col("slice_dimension") == OVERALL), "system", "pool_version", "k")
+    overall = collect_sorted(aggregates.filter(F.col("slice_dimension") == OVERALL), "system", "pool_version", "k",
+                             "metric")
     audited = read_run(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
-    worst = collect_sorted(audited, "system", "pool_version", "k", "slice_dimension")
+    worst = collect_sorted(audited, "system", "pool_version", "k", "metric", "slice_dimension")
     return [r.asDict() for r in overall], [r.asDict() for r in worst]
 
 
@@ -329,7 +333,8 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
     started = time.perf_counter()
     with spark_errors_as_input_errors("compare"):
         per_request = read_published(spark, config.per_request, config.run_status(), run_id)
-        if not per_request.limit(1).collect():
+        first = per_request.select("contract_fingerprint").limit(1).collect()
+        if not first:
             raise InputError(
                 f"compare: run {run_id!r} has no published rows in the per-request table "
                 f"({config.per_request.describe()}); score it first (ndcg-spark score|run --run-id …)"
@@ -340,7 +345,7 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
             candidates, judgments, config.contract, system=config.system, pool_version=config.pool_version,
             validate=False,  # stage 1 validated these inputs under the declared handling
         )
-        result = compare(per_request, pools, spec)
+        result = compare(per_request, pools, spec, contract=resolved_contract(config.contract, first[0][0]))
         write_run_partitioned(result, target, partition_by=("run_id", "baseline", "candidate"))
     rows = [r.asDict() for r in result.collect()]
     return CompareResult(run_id, target, rows, time.perf_counter() - started)

@@ -15,8 +15,11 @@ A newer version of the job may write more columns than an existing table has (as
 bounds did). Such an **additive** change is applied to the table on the way: Delta merges the
 schema within the write's own commit (``mergeSchema``), the others get
 ``ALTER TABLE … ADD COLUMNS`` first; older nights read the new columns as null. A column the table
-has and the run does not write, or writes with another type, is refused before anything is written
-(:func:`schema_change`), naming the columns and the statement that migrates the table.
+has and a newer version retired (:data:`RETIRED_COLUMNS`: a column renamed, e.g. the comparison's pool
+recall once ``recall`` became a metric) is written as null from then on: the older nights keep their
+values there. Any other column the table has and the run does not write, or writes with another type,
+is refused before anything is written (:func:`schema_change`), naming the columns and the statement
+that migrates the table.
 
 No SQL is assembled from a user's values: table names go in as ``IDENTIFIER(:table)`` and run ids
 as parameters, except a Parquet partition spec (a literal only up to Spark 4.0: :func:`partition_spec`)
@@ -35,6 +38,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from ndcg_spark.comparison.columns import COMPARISON_RENAMED
 from ndcg_spark.compat import parameterized_sql
 from ndcg_spark.errors import CommitConflict, InputError, commit_conflict, describe_spark_error
 from ndcg_spark.job.config import RUN_ID_PATTERN, TABLE_FORMATS, Source
@@ -154,6 +158,7 @@ def write_table(df: DataFrame, target: Source, partition_by: Sequence[str]) -> N
         if target.format not in TABLE_FORMATS:  # created by writing the night into it
             return
     existing = spark.read.table(target.table_name).schema
+    df = _with_retired(df, existing)
     change = schema_change(existing, df.schema)
     if not change.additive:
         raise _refusal(target, change)
@@ -172,6 +177,18 @@ def write_table(df: DataFrame, target: Source, partition_by: Sequence[str]) -> N
         _add_columns(spark, target, change.added)
         columns = spark.read.table(target.table_name).columns  # a partition column stays last
     df.select(*columns).write.option("partitionOverwriteMode", "dynamic").insertInto(target.table_name, overwrite=True)
+
+
+#: columns a newer version no longer writes (renamed: the new name -> the old name); a table that has
+#: one gets it as null from the next night on (the comparison's, :mod:`ndcg_spark.comparison.columns`)
+RETIRED_COLUMNS = frozenset(COMPARISON_RENAMED.values())
+
+
+def _with_retired(df: DataFrame, existing: StructType) -> DataFrame:
+    """``df`` with a typed null for each :data:`RETIRED_COLUMNS` column the table has and ``df`` lacks."""
+    have = {f.name.lower() for f in df.schema.fields}
+    retired = [f for f in existing.fields if f.name in RETIRED_COLUMNS and f.name.lower() not in have]
+    return df.withColumns({f.name: F.lit(None).cast(f.dataType) for f in retired}) if retired else df
 
 
 def _serializable(spark: SparkSession, target: Source, writer):

@@ -8,7 +8,10 @@ of the spread): each request's documents are taken **in swing order** (its **cur
 first ``j`` documents can leave, for every ``j``), and across requests the plan takes the **step**
 that settles the most per judgment -- from where a request stands to the later point of its curve
 with the largest ``weight x (left now - left then) / documents``, a step along the lower convex
-hull of the curve. Ties: the request id, then the shorter step. Every plan is the head of a longer
+hull of the curve. Ties: the request id, then the shorter step -- two rates count as tied when they
+are equal but for the rounding of the doubles they are computed in (within :data:`RATE_TOLERANCE`,
+relative): mathematically equal rates of two requests come out of different sums a bit apart, and
+the declared rule, not that rounding, decides between them. Every plan is the head of a longer
 one: a budget cuts the order, and each row states what its own prefix leaves.
 
 A curve point whose worst case would try more than :data:`MAX_GRADINGS` gradings is not computed
@@ -27,10 +30,21 @@ import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["MAX_GRADINGS", "Curve", "plan_order"]
+__all__ = ["MAX_GRADINGS", "RATE_TOLERANCE", "Curve", "plan_order", "same_rate"]
 
 #: the most gradings a curve point's worst case may try (beyond it the point is not computed)
 MAX_GRADINGS = 20_000
+#: two rates within this (relative to the larger) are tied: the doubles' rounding, not a difference
+RATE_TOLERANCE = 1e-9
+
+
+def same_rate(a: float, b: float) -> bool:
+    """Whether two settled-per-document rates are equal but for rounding (:data:`RATE_TOLERANCE`).
+
+    >>> same_rate(0.28571428571428575, 0.2857142857142857), same_rate(0.2857, 0.2858)
+    (True, False)
+    """
+    return abs(a - b) <= RATE_TOLERANCE * max(abs(a), abs(b))
 
 
 @dataclass(frozen=True)
@@ -49,8 +63,8 @@ class Curve:
         best: tuple[float, int] | None = None
         for end in sorted(j for j in self.left if j > at):
             rate = self.weight * (self.left[at] - self.left[end]) / (end - at)
-            if rate > 0 and (best is None or rate > best[0]):
-                best = (rate, end)
+            if rate > 0 and (best is None or (rate > best[0] and not same_rate(rate, best[0]))):
+                best = (rate, end)  # a tie keeps the shorter step
         return best
 
     def left_at(self, j: int) -> float:
@@ -67,7 +81,7 @@ def plan_order(curves: Iterable[Curve], budget: int) -> Iterator[tuple[Curve, st
     heapq.heapify(heap)
     taken = 0
     while heap:
-        rate, request_id, end = heapq.heappop(heap)
+        rate, request_id, end = _first(heap)
         curve = by_id[request_id]
         for doc in curve.docs[at[request_id]:end]:
             if taken == budget:
@@ -77,3 +91,19 @@ def plan_order(curves: Iterable[Curve], budget: int) -> Iterator[tuple[Curve, st
         at[request_id] = end
         if (step := curve.step(end)) is not None:
             heapq.heappush(heap, (-step[0], request_id, step[1]))
+
+
+def _first(heap: list[tuple[float, str, int]]) -> tuple[float, str, int]:
+    """Pop the next step: the largest rate, and among the rates tied with it (:func:`same_rate`) the
+    smallest request id. The heap orders by rate first, so the tied ones are its next entries."""
+    best = heapq.heappop(heap)
+    tied = []
+    while heap and same_rate(-heap[0][0], -best[0]):
+        tied.append(heapq.heappop(heap))
+    if tied:
+        tied.append(best)
+        best = min(tied, key=lambda s: s[1])
+        tied.remove(best)
+        for step in tied:
+            heapq.heappush(heap, step)
+    return best

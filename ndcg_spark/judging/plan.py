@@ -33,12 +33,14 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.judging_spec import JudgingSpec
+from ndcg_spark.config.schemas import JUDGING_PLAN
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_for_rows, shuffles_sized_to
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
 from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
 from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
+from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.target import (
     Spread,
     Target,
@@ -54,16 +56,11 @@ from ndcg_spark.validation.shell_check import shell_check
 
 __all__ = ["PLAN_COLUMNS", "PLAN_FIELDS", "PLAN_SCHEMA", "judge_next"]
 
-#: the judging plan's columns and their types (the table ``ndcg-spark judge-next`` writes)
-PLAN_FIELDS = (
-    ("run_id", "string"), ("target", "string"), ("systems", "array<string>"), ("k", "int"), ("mean", "string"),
-    ("plan_rank", "int"), ("request_id", "string"), ("doc_id", "string"),
-    ("shown_by", "array<struct<system: string, pool_version: string, rank: int>>"), ("swing", "double"),
-    ("spread_now", "double"), ("spread_remaining", "double"), ("remaining_exact", "boolean"),
-    ("worst_case_grade", "double"), ("contract_fingerprint", "string"),
-)
-PLAN_COLUMNS = tuple(name for name, _ in PLAN_FIELDS)
-PLAN_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in PLAN_FIELDS)
+#: the judging plan's columns and their types (the table ``ndcg-spark judge-next`` writes; declared in
+#: :data:`ndcg_spark.config.schemas.JUDGING_PLAN`)
+PLAN_FIELDS = tuple((c.name, c.type) for c in JUDGING_PLAN.columns)
+PLAN_COLUMNS = JUDGING_PLAN.names
+PLAN_SCHEMA = JUDGING_PLAN.ddl
 
 
 def judge_next(
@@ -124,6 +121,9 @@ def judge_next(
     """
     spec = spec or JudgingSpec()
     contract = (contract or Contract()).resolve(candidates.columns)
+    if NDCG.name not in contract.metric_names:
+        raise ContractError("contract.metrics", f"judge-next plans what settles NDCG, and the contract declares "
+                            f"{', '.join(contract.metric_names)}: add {NDCG.name} to contract.metrics")
     grade_gains = scale_of(contract)
     k = spec.cutoff(contract)
     attributes = attributes or Attributes()
@@ -141,7 +141,7 @@ def judge_next(
             scored = _kept(persist_coalesced(per_request), handles)
             systems = present(scored)
             target = Target.of(systems, spec.target, k, spec.mean, _sides(systems, spec, baseline, candidate))
-            rows = target_rows(scored, target)
+            rows = target_rows(scored, target, scores_no_results=not contract.no_results.sets_aside)
             sums = target_sums(rows, target)
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
             with shuffles_for_rows(candidates.sparkSession, sums.requests):  # each request's lists: as large as the input
@@ -187,7 +187,7 @@ def _swings(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: C
     at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
     graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
     n_gains = len({gain for _, gain in scale_of(contract)})
-    return target_swings(graded, rows, target, sums, contract.empty_ideal == "zero", n_gains)
+    return target_swings(graded, rows, target, sums, not contract.empty_ideal.sets_aside, n_gains)
 
 
 @dataclass

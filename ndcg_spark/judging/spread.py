@@ -53,6 +53,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from ndcg_spark.measures.ndcg import NDCG
+
 __all__ = ["RequestLists", "Scale", "Shown", "discounts", "gradings", "idcg", "settle_bound", "value_range", "worst_case"]
 
 
@@ -120,35 +122,9 @@ class Scale:
         return next(grade for grade, g in self.grades if g == gain)
 
 
-def discounts(n: int, k: int, scores: Sequence[float] | None = None) -> list[float]:
-    """The discount of each of ``n`` candidates in displayed order at cutoff ``k``: ``1/log2(rank + 1)``
-    within the top ``k``, 0 below; with ``scores`` (``ties: average``), each tie group's average
-    discount over the ranks it occupies within ``k`` (McSherry & Najork).
-
-    >>> [round(d, 4) for d in discounts(3, 2)], [round(d, 4) for d in discounts(3, 2, [5.0, 5.0, 1.0])]
-    ([1.0, 0.6309, 0.0], [0.8155, 0.8155, 0.0])
-    """
-    if scores is None:
-        return [1.0 / math.log2(rank + 1.0) if rank <= k else 0.0 for rank in range(1, n + 1)]
-    prefix = [0.0]
-    for p in range(1, k + 1):
-        prefix.append(prefix[-1] + 1.0 / math.log2(p + 1.0))
-    out, start = [], 0
-    while start < n:
-        end = start
-        while end < n and scores[end] == scores[start]:
-            end += 1
-        size = end - start
-        span = prefix[min(end, k)] - prefix[min(start, k)]
-        out += [span / size] * size
-        start = end
-    return out
-
-
-def idcg(gains: Iterable[float], k: int) -> float:
-    """DCG@k of ``gains`` sorted descending: the ideal's."""
-    ranked = sorted(gains, reverse=True)[:k]
-    return sum(g / math.log2(p + 2.0) for p, g in enumerate(ranked) if g != 0.0)
+#: a list's discounts and its ideal's DCG, as NDCG's definition gives them (:class:`~ndcg_spark.measures.ndcg.NDCG`)
+discounts = NDCG.discounts
+idcg = NDCG.ideal_dcg
 
 
 def value_range(request: RequestLists, scale: Scale, judged: Mapping[str, float] | None = None) -> tuple[float, float]:

@@ -27,7 +27,9 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError
 from ndcg_spark.frames import shuffles_sized_to
 from ndcg_spark.judging.lists import list_rows, request_lists
-from ndcg_spark.metrics.dcg import dcg, expected_dcg
+from ndcg_spark.measures.ndcg import NDCG
+from ndcg_spark.metrics.ranked_list import RankedList
+from ndcg_spark.scoring.columns import value_of
 from ndcg_spark.scoring.score import scoring_rows
 from ndcg_spark.validation.shell_check import shell_check
 
@@ -93,7 +95,7 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
     without ``doc``, largest first: the list's ranked gains (an unjudged one 0), or the request's
     judged gains."""
     ranked = items
-    if contract.unjudged == "exclude":
+    if contract.unjudged.condenses:
         ranked = F.filter(items, lambda it: it["judged"] if doc is None else it["judged"] | (it["doc_id"] == doc))
     if tie_aware(contract):
         ranked = F.transform(ranked, lambda it: F.struct(
@@ -110,7 +112,9 @@ def _ranked(contract: Contract, items: Column, doc: Column | None, judged_ideal:
 
 def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: tuple[Column, Column] | None) -> Column:
     """The NDCG at every K of ``ranked`` with ``judged = (doc, gain)`` given that gain (None: as it
-    is), over the ideal ``base`` with the gain added in its place (null: an empty ideal)."""
+    is), over the ideal ``base`` with the gain added in its place (null: an empty ideal): NDCG's own
+    definition (:class:`~ndcg_spark.measures.ndcg.NDCG`) over the list as a
+    :class:`~ndcg_spark.metrics.ranked_list.RankedList`, as stage 1 scores it."""
     if not tie_aware(contract):  # only the top K can count (a tie group below K can reach into it)
         ranked = F.slice(ranked, 1, contract.max_k)
     if judged is None:
@@ -119,12 +123,8 @@ def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: t
         doc, x = judged
         shown = F.transform(ranked, lambda it: it.withField("gain", F.when(it["doc_id"] == doc, x).otherwise(it["gain"])))
         ideal = F.concat(F.filter(base, lambda v: v >= x), F.array(x), F.filter(base, lambda v: v < x))
-    values = []
-    for k in contract.k:
-        top = expected_dcg(shown, k) if tie_aware(contract) else dcg(shown, k, lambda it: it["gain"])
-        best = dcg(ideal, k)
-        values.append(F.when(best > 0, top / best))
-    return F.array(*values)
+    lst = RankedList(shown, {"gain": lambda it: it["gain"]}, ideal=ideal, tie_aware=tie_aware(contract))
+    return F.array(*[value_of(NDCG(), lst, k) for k in contract.k])
 
 
 def judging_swings(
@@ -190,7 +190,7 @@ def judging_swings(
     now = F.element_at("now", slot)
     at_grades = F.transform("graded", lambda g: F.coalesce(F.element_at(g, slot), F.lit(0.0)))
     low, high = F.array_min(at_grades), F.array_max(at_grades)
-    empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
+    empty = contract.empty_ideal.column()
     return exploded.select("system", "pool_version", "request_id", "doc_id", "k", "rank",
                            F.coalesce(now, empty).alias("ndcg"), low.alias("ndcg_min"), high.alias("ndcg_max"),
                            (high - low).alias("swing"))

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.config.judging_spec import describe_target
 from ndcg_spark.errors import InputError
+from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settle_bound, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
@@ -119,20 +120,25 @@ class Spread:
                    {r["request_id"]: r["weight"] for r in rows})
 
 
-def target_rows(per_request: DataFrame, target: Target) -> DataFrame:
+def target_rows(per_request: DataFrame, target: Target, scores_no_results: bool = False) -> DataFrame:
     """One row per request of the target at its K: ``request_id``, ``weight`` (1 for a macro mean),
     per side ``i`` ``v{i}`` (the NDCG the mean counts: null when the request is not in the mean)
     and ``in_mean`` (whether it counts in the mean now). A mean counts the per-request NDCG as
     stage 2 does (0 for an empty ideal under ``empty_ideal: zero``); a comparison pairs the requests
     with an ideal on both sides, as :func:`~ndcg_spark.compare` does.
+
+    A request a system returned nothing for (``no_results``) has no candidate to judge: under
+    ``no_results: exclude`` it is no part of the mean, nor of the target; under ``zero``
+    (``scores_no_results``) stage 2 counts it (0, or the empty-ideal policy's value), and so does the
+    target -- a term of the mean whose range is 0 (no list of it to judge).
     """
-    if "no_results" in per_request.columns:  # a request the system returned nothing for: no candidate to judge
+    if "no_results" in per_request.columns and not scores_no_results:
         per_request = per_request.filter(~F.coalesce(F.col("no_results"), F.lit(False)))
     sides = []
     for i, (system, pool) in enumerate(target.sides):
         rows = per_request.filter((F.col("system") == system) & F.col("pool_version").eqNullSafe(F.lit(pool))
                                   & (F.col("k") == target.k))
-        ndcg = F.col("ndcg").cast("double")
+        ndcg = F.col(NDCG.name).cast("double")  # a plan settles NDCG (judge_next refuses a contract without it)
         counted = ndcg if target.kind == "aggregate" else F.when(~F.col("empty_ideal"), ndcg)
         sides.append(rows.select(F.col("request_id").cast("string").alias("request_id"),
                                  F.col("weight").cast("double").alias(f"w{i}"), counted.alias(f"v{i}")))
@@ -147,6 +153,8 @@ def request_lists_of(row: Any, target: Target, tie_aware: bool) -> RequestLists 
     """One row of :func:`ndcg_spark.judging.lists.request_lists` as the target sees it (None when a
     side has no list for the request): its sides' lists with each candidate's discount at the
     target's K, and under ``ideal_from: judgments`` the judged gains and the other unjudged documents."""
+    if row["lists"] is None:  # no system showed the request anything (a request of the judgments only)
+        return None
     by_side = {(entry["system"], entry["pool_version"]): entry["items"] for entry in row["lists"]}
     shown = []
     for side in target.sides:
@@ -216,11 +224,12 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     return TargetSums(**row.asDict(), requests=stats["n"])
 
 
-def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool) -> float:
+def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool,
+                  scores_no_results: bool = False) -> float:
     """The target's unjudged spread: the mean of its requests' unjudged ranges (weighted like the
     target), from the night's per-request table and its lists. What a plan's ``spread_remaining`` is
     a statement about."""
-    rows = target_rows(per_request, target)
+    rows = target_rows(per_request, target, scores_no_results)
     target_sums(rows, target)  # the weights checked
     return Spread.of([r.asDict() for r in request_ranges(rows, lists, target, scale, tie_aware).collect()]).value
 

@@ -1,4 +1,5 @@
-"""DCG@k of a ranked array, as Column functions: the one DCG every stage uses.
+"""DCG@k of a ranked array, and the other sums over a list's top k, as Column functions: the one DCG
+(and the one count of relevant documents) every stage uses.
 
 A position ``p = 1, 2, ...`` is discounted by ``1 / log2(p + 1)``. Up to k = :data:`UNROLL_MAX_K`
 the sum is written out one term per position (plain expressions that whole-stage codegen
@@ -105,13 +106,13 @@ def discount_prefix(max_k: int) -> list[float]:
     return out
 
 
-def expected_dcg(items: Column, k: int) -> Column:
+def expected_dcg(items: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
     """Tie-aware DCG@k (McSherry & Najork 2008): the expected DCG over every order of each tie.
 
     ``items`` is an array of structs with ``gain`` (null counts 0), ``tie_start`` (how many items
     rank above the item's tie group) and ``tie_size`` (the group's size). An item of a group
     starting after ``s`` with ``n`` members adds ``gain / n * (D[min(s+n, k)] - D[s])``, with
-    ``D`` the :func:`discount_prefix`.
+    ``D`` the :func:`discount_prefix`. ``field`` picks the gain out of an item (default ``gain``).
 
     Examples
     --------
@@ -135,13 +136,64 @@ def expected_dcg(items: Column, k: int) -> Column:
     def contribution(x: Column) -> Column:
         end = F.least(x["tie_start"] + x["tie_size"], F.lit(k)).cast("int")
         span = F.element_at(d, end + 1) - F.element_at(d, (x["tie_start"] + 1).cast("int"))
-        return F.coalesce(x["gain"], F.lit(0.0)) / x["tie_size"] * span
+        return F.coalesce(x["gain"] if field is None else field(x), F.lit(0.0)) / x["tie_size"] * span
 
     return F.aggregate(
         F.filter(items, lambda x: x["tie_start"] < k),
         F.lit(0.0),
         lambda acc, x: acc + contribution(x),
     )
+
+
+def count_top(values: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
+    """How many of the first k entries are true (``field`` picks a boolean out of an element; None:
+    the elements are booleans); a null or a position past the end counts 0. A double, as DCG is
+    (a count of relevant documents in the top k, summed the way :func:`dcg` sums gains).
+
+    >>> flags = spark.createDataFrame([([True, False, True, None],), ([],)], "hits array<boolean>")
+    >>> flags.select(count_top(F.col("hits"), 2).alias("top_2"), count_top(F.col("hits"), 40).alias("top_40")).show()
+    +-----+------+
+    |top_2|top_40|
+    +-----+------+
+    |  1.0|   2.0|
+    |  0.0|   0.0|
+    +-----+------+
+    <BLANKLINE>
+    """
+    def one(x: Column) -> Column:
+        value = field(x) if field is not None else x
+        return F.when(value, F.lit(1.0)).otherwise(F.lit(0.0))
+
+    if k > UNROLL_MAX_K:
+        return F.aggregate(F.transform(F.slice(values, 1, k), one), F.lit(0.0), lambda acc, x: acc + x)
+    total = None
+    for p in range(k):
+        term = one(F.get(values, p))
+        total = term if total is None else total + term
+    return total
+
+
+def expected_count(items: Column, k: int, field: Callable[[Column], Column]) -> Column:
+    """Tie-aware count of the true ``field`` among the first k items (McSherry & Najork 2008): its
+    expected value over every order of each tie. ``items`` as :func:`expected_dcg`'s; an item of a
+    group starting after ``s`` with ``n`` members adds ``[field] / n * (min(s + n, k) - s)``.
+
+    >>> items = spark.createDataFrame([([(True, 0, 2), (False, 0, 2), (True, 2, 1)],)],
+    ...     "items array<struct<hit: boolean, tie_start: int, tie_size: int>>")
+    >>> items.select(expected_count(F.col("items"), 1, lambda x: x["hit"]).alias("top_1"),
+    ...              expected_count(F.col("items"), 3, lambda x: x["hit"]).alias("top_3")).show()
+    +-----+-----+
+    |top_1|top_3|
+    +-----+-----+
+    |  0.5|  2.0|
+    +-----+-----+
+    <BLANKLINE>
+    """
+    def contribution(x: Column) -> Column:
+        span = F.least(x["tie_start"] + x["tie_size"], F.lit(k)) - x["tie_start"]
+        return F.when(field(x), F.lit(1.0)).otherwise(F.lit(0.0)) / x["tie_size"] * span
+
+    return F.aggregate(F.filter(items, lambda x: x["tie_start"] < k), F.lit(0.0), lambda acc, x: acc + contribution(x))
 
 
 def count_unjudged(items: Column, k: int) -> Column:

@@ -10,18 +10,25 @@ The result is dicts, lists, numbers and strings, which
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ndcg_spark.aggregation.columns import AGGREGATE_LEGACY, AUDIT_LEGACY
 from ndcg_spark.aggregation.worst_slice import audit
-from ndcg_spark.config.contract import Contract
+from ndcg_spark.comparison.columns import COMPARISON_LEGACY, COMPARISON_RENAMED
+from ndcg_spark.config.contract import DEFAULT_METRICS, Contract
 from ndcg_spark.config.judging_spec import MILESTONES
 from ndcg_spark.config.report_spec import DEFAULT_BINS, ReportSpec
 from ndcg_spark.errors import InputError
+from ndcg_spark.legacy import as_current
+from ndcg_spark.measures import LEGACY_METRIC
+from ndcg_spark.report.panel import declared, metric_of, of_metric
 from ndcg_spark.report.text_judging import HEAD
+from ndcg_spark.trend.columns import TREND_LEGACY
 
 __all__ = ["ReportSources", "collect_report_data", "histograms", "judging_rows"]
 
@@ -69,12 +76,13 @@ class ReportSources:
     where: str = "the aggregate table"
 
 
-def histograms(per_request: DataFrame, bins: int = DEFAULT_BINS) -> DataFrame:
-    """Bucketed counts of per-request NDCG and of unjudged-in-top-K, per system x pool x K.
+def histograms(per_request: DataFrame, bins: int = DEFAULT_BINS, metric: str = LEGACY_METRIC) -> DataFrame:
+    """Bucketed counts of a metric's per-request values (NDCG's by default) and of unjudged-in-top-K,
+    per system x pool x K.
 
-    Returns rows ``system, pool_version, k, metric, bucket, count``: ``metric = 'ndcg'`` with
-    ``bucket`` ``i`` for NDCG in ``[i / bins, (i + 1) / bins)`` (1.0 in the last bucket) and a
-    null bucket for requests without an NDCG (empty ideal under ``exclude``);
+    Returns rows ``system, pool_version, k, metric, bucket, count``: ``metric = 'ndcg'`` (the metric's
+    name) with ``bucket`` ``i`` for a value in ``[i / bins, (i + 1) / bins)`` (1.0 in the last bucket)
+    and a null bucket for requests without a value (empty ideal under ``exclude``);
     ``metric = 'unjudged_in_top_k'`` with the count itself as the bucket (null under
     ``unjudged: zero``, which does not count them).
 
@@ -96,14 +104,14 @@ def histograms(per_request: DataFrame, bins: int = DEFAULT_BINS) -> DataFrame:
     <BLANKLINE>
     """
     keys = ["system", "pool_version", "k"]
-    ndcg = F.col("ndcg").cast("double")
-    bucket = F.when(ndcg.isNotNull(), F.least(F.floor(ndcg * bins).cast("int"), F.lit(bins - 1)))
+    value = F.col(metric).cast("double")
+    bucket = F.when(value.isNotNull(), F.least(F.floor(value * bins).cast("int"), F.lit(bins - 1)))
     unjudged = F.col("n_unjudged_in_top_k").cast("int")
     both = per_request.select(
         *keys,
         F.explode(
             F.array(
-                F.struct(F.lit("ndcg").alias("metric"), bucket.alias("bucket")),
+                F.struct(F.lit(metric).alias("metric"), bucket.alias("bucket")),
                 F.struct(F.lit("unjudged_in_top_k").alias("metric"), unjudged.alias("bucket")),
             )
         ).alias("_h"),
@@ -143,16 +151,21 @@ def collect_report_data(
     InputError
         When the aggregate rows are empty (the run was not aggregated).
     """
-    aggregates = _rows(sources.aggregate)
-    if not aggregates:
+    every = _rows(as_current(sources.aggregate, AGGREGATE_LEGACY))
+    if not every:
         raise InputError(
             f"report: run {run_id!r} has no rows in the aggregate table ({sources.where}); "
             "run it first (ndcg-spark run --run-id …)"
         )
-    audit_rows = _rows(sources.audit if sources.audit is not None else audit(sources.aggregate))
     metadata = _rows(sources.run_metadata) if sources.run_metadata is not None else []
-    comparisons = _rows(sources.comparison) if sources.comparison is not None else []
-    hist = _rows(histograms(sources.per_request, spec.bins))
+    metrics = declared(every, _declared_metrics(metadata[0] if metadata else None, contract))
+    headline = metrics[0]
+    audit_rows = _rows(as_current(sources.audit, AUDIT_LEGACY) if sources.audit is not None
+                       else audit(sources.aggregate))
+    comparisons = (_rows(as_current(sources.comparison, COMPARISON_LEGACY, COMPARISON_RENAMED))
+                   if sources.comparison is not None else [])
+    trend_rows = _rows(as_current(sources.trend, TREND_LEGACY)) if sources.trend is not None else []
+    hist = _rows(histograms(sources.per_request, spec.bins, headline))
     data: dict[str, Any] = {"run_id": run_id}
     if sources.run_status is not None:
         wanted = [c for c in ("status", "reason", "ended_at") if c in sources.run_status.columns]
@@ -166,18 +179,29 @@ def collect_report_data(
     return data | {
         "bins": spec.bins,
         "chart_k": spec.k,
-        "aggregates": aggregates,
-        "audit": audit_rows,
+        # the headline metric's rows feed every section as NDCG's always did; the rest is the panel
+        "metrics": list(metrics),
+        "aggregates": of_metric(every, headline),
+        "panel": [r for r in every if metric_of(r) != headline],
+        "audit": of_metric(audit_rows, headline),
         "metadata": metadata[0] if metadata else None,
         "contract_from_config": None if contract is None else contract.to_dict(),
         "comparisons": comparisons,
-        "trend": _rows(sources.trend) if sources.trend is not None else [],
+        "trend": of_metric(trend_rows, headline),
         "guardrails": _rows(sources.guardrails) if sources.guardrails is not None else [],
         "judging": judging_rows(sources.judging) if sources.judging is not None else [],
         "histograms": hist,
         "config_file": config_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
+
+
+def _declared_metrics(metadata: dict[str, Any] | None, contract: Contract | None) -> list[str] | None:
+    """The run's metrics in the contract's order: its run-metadata contract's, else the config's."""
+    if metadata and metadata.get("contract"):
+        stamped = json.loads(metadata["contract"]).get("metrics", list(DEFAULT_METRICS))
+        return [m if isinstance(m, str) else next(iter(m)) for m in stamped]
+    return None if contract is None else list(contract.metric_names)
 
 
 def judging_rows(plan: DataFrame) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ndcg_spark.report.format import escape, safe_name
+from ndcg_spark.report.panel import headline, label
 from ndcg_spark.report.sections_comparison import comparison_pairs, section_comparisons
 from ndcg_spark.report.sections_contract import section_contract
 from ndcg_spark.report.sections_first import section_first_screen
@@ -93,11 +94,11 @@ def render_html(data: Mapping[str, Any]) -> str:
     run_id = data.get("run_id")
     aggs = data.get("aggregates") or []
     only_comparison = not aggs and bool(data.get("comparisons"))
-    title = f"NDCG@K {'comparison' if only_comparison else 'report'} — run {run_id}"
+    title = f"{label(headline(data))}@K {'comparison' if only_comparison else 'report'} — run {run_id}"
     body = [f"<h1>{escape(title)}</h1>", *_page_head(data)]
     if aggs:
         body += section_first_screen(data)
-        body += section_overall(aggs)
+        body += section_overall(aggs, headline(data))
         body += section_trend(data)
     body += section_comparisons(data)
     body += section_guardrails(data)

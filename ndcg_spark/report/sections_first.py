@@ -1,8 +1,10 @@
 """The first screen of the run's page: the morning question answered in a few lines.
 
-Right under the title: per system, the headline macro NDCG with its interval and denominator and
-the change from the previous comparable night (or why there is none, and the night's flag); the
-verdict of every comparison, with its guardrails' overall verdict when it has guardrail rows; and
+Right under the title: per system, the headline metric's macro mean (NDCG's by default) with its
+interval and denominator and the change from the previous comparable night (or why there is none,
+and the night's flag); beside it the contract's other metrics at the chart K (the panel), each with
+its eligible count where it differs; the verdict of every comparison, with the panel's deltas and its
+guardrails' overall verdict when it has guardrail rows; and
 the worst slice of every slice dimension x K per system as one compact table, highlighted where
 its whole interval lies below the overall mean. The headline rows and verdicts carry
 ``data-headline`` (the browser test measures that they fit a 1400x900 window without scrolling).
@@ -34,8 +36,9 @@ from ndcg_spark.report.format import (
     is_true,
     sort_key,
 )
+from ndcg_spark.report.panel import headline, label, metric_of, of_metric
 from ndcg_spark.report.sections_guardrails import guardrail_verdict_html
-from ndcg_spark.report.text_guardrails import ndcg_headline
+from ndcg_spark.report.text_guardrails import offline_headline
 from ndcg_spark.report.sections_trend import flag_words, night_words, overall_trend, trend_row
 
 __all__ = ["section_first_screen", "verdict"]
@@ -54,9 +57,11 @@ def section_first_screen(data: Mapping[str, Any]) -> list[str]:
         return []
     ks = _headline_ks(data, overall)
     at = ", ".join(f"@{k}" for k in ks)
+    metric = headline(data)
     out = ["<section id='first-screen' class='first'>",
-           f"<h2 class='first'>At a glance: macro NDCG{escape(at)}</h2>"]
+           f"<h2 class='first'>At a glance: macro {escape(label(metric))}{escape(at)}</h2>"]
     out += _headline(overall, ks, data)
+    out += _panel(data, overall)
     out += _verdicts(data.get("comparisons") or [], ks, data)
     out += _worst_slices(data.get("audit") or [])
     out.append("</section>")
@@ -73,17 +78,46 @@ def _headline(overall: Sequence[Row], ks: Sequence[Any], data: Mapping[str, Any]
     """One row per system x pool x K: the mean, its interval and denominator, and the change since the last night."""
     trend = overall_trend(data)
     out = ["<table class='headline'><tr><th class='l'>system</th><th class='l'>pool version</th><th>K</th>"
-           "<th>macro NDCG [interval]</th><th>eligible / all requests</th>"
+           f"<th>macro {escape(label(headline(data)))} [interval]</th><th>eligible / all requests</th>"
            + ("<th class='l'>change from the previous comparable night</th>" if trend else "") + "</tr>"]
     for r in (r for r in overall if r.get("k") in ks):
         tonight = trend_row(trend, data.get("run_id"), r.get("system"), r.get("pool_version"), r.get("k"))
         change = _change_cell(tonight) if trend else ""
         out.append(f"<tr data-headline='{escape(r.get('system'))}'><td class='l'><b>{escape(r.get('system'))}</b></td>"
                    f"<td class='l'>{escape(r.get('pool_version'))}</td><td>{escape(r.get('k'))}</td>"
-                   f"<td><span class='num big'>{escape(fmt_mean(r.get('macro_ndcg')))}</span> <span class='ci'>"
+                   f"<td><span class='num big'>{escape(fmt_mean(r.get('macro')))}</span> <span class='ci'>"
                    f"{escape(fmt_interval(r.get('macro_ci_low'), r.get('macro_ci_high')))}</span></td>"
                    f"<td class='den'>{escape(fmt_count(r.get('n_eligible')))} eligible of "
                    f"{escape(fmt_count(r.get('n_requests')))}{_no_results(r)}</td>{change}</tr>")
+    out.append("</table>")
+    return out
+
+
+def _panel(data: Mapping[str, Any], overall: Sequence[Row]) -> list[str]:
+    """The contract's other metrics at the chart K, a row per system: each one's macro mean and interval,
+    with its eligible count where it differs from the headline's (nothing with a single metric)."""
+    metrics = [m for m in (data.get("metrics") or [])[1:]]
+    rows = [r for r in data.get("panel") or [] if r.get("slice_dimension") == OVERALL and metric_of(r) in metrics]
+    if not rows:
+        return []
+    k = chart_k(data, overall)
+    systems = list(dict.fromkeys((r.get("system"), r.get("pool_version")) for r in overall))
+    eligible = {(r.get("system"), r.get("pool_version")): r.get("n_eligible") for r in overall if r.get("k") == k}
+    cells = {(metric_of(r), r.get("system"), r.get("pool_version")): r for r in rows if r.get("k") == k}
+    out = ["<table class='panel'><tr><th class='l'>system</th>"
+           + "".join(f"<th>macro {escape(label(m, k))} [interval]</th>" for m in metrics) + "</tr>"]
+    for system, pool in systems:
+        line = f"<tr data-headline='panel'><td class='l'><b>{escape(system)}</b></td>"
+        for m in metrics:
+            r = cells.get((m, system, pool))
+            if r is None:
+                line += "<td></td>"
+                continue
+            own = "" if r.get("n_eligible") == eligible.get((system, pool)) else (
+                f" <span class='den'>{escape(fmt_count(r.get('n_eligible')))} eligible</span>")
+            line += (f"<td><span class='num'>{escape(fmt_mean(r.get('macro')))}</span> <span class='ci'>"
+                     f"{escape(fmt_interval(r.get('macro_ci_low'), r.get('macro_ci_high')))}</span>{own}</td>")
+        out.append(line + "</tr>")
     out.append("</table>")
     return out
 
@@ -117,20 +151,39 @@ def verdict(r: Row) -> str:
 
 def _verdicts(rows: Sequence[Row], ks: Sequence[Any], data: Mapping[str, Any]) -> list[str]:
     """One line per comparison x K (the headline's K, else the comparison's chart K), overall slice."""
-    overall = [r for r in rows if r.get("slice_dimension") == OVERALL]
+    every = [r for r in rows if r.get("slice_dimension") == OVERALL]
+    metric = headline(data)
+    overall = of_metric(every, metric)
     if not overall:
         return []
     shown = [r for r in overall if r.get("k") in ks] or [r for r in overall if r.get("k") == chart_k(data, overall)]
     pairs = list(dict.fromkeys((r.get("baseline"), r.get("candidate")) for r in rows))
     shown.sort(key=lambda r: (pairs.index((r.get("baseline"), r.get("candidate"))), sort_key(r, "k")))
     guardrails = data.get("guardrails") or []
-    beside = [ndcg_headline(shown, *pair) for pair in pairs] if guardrails else []  # the guardrails' K, once a pair
+    beside = [offline_headline(shown, *pair, metric) for pair in pairs] if guardrails else []  # the guardrails' K
+    panel = [m for m in (data.get("metrics") or [])[1:]]
+    top = max(r.get("k") for r in shown)
     lines = [_verdict_line(r, guardrail_verdict_html(guardrails, r.get("baseline"), r.get("candidate"))
-                           if any(r is b for b in beside) else "") for r in shown]
+                           if any(r is b for b in beside) else "",
+                           _panel_deltas(every, r, panel) if r.get("k") == top else "") for r in shown]
     return ["<ul class='verdicts'>", *lines, "</ul>"]
 
 
-def _verdict_line(r: Row, guardrails: str = "") -> str:
+def _panel_deltas(rows: Sequence[Row], at: Row, metrics: Sequence[str]) -> str:
+    """``· recall@10 +0.0123 [+0.0101, +0.0144]`` for each panel metric of ``at``'s comparison and K."""
+    same = {metric_of(r): r for r in rows if (r.get("baseline"), r.get("candidate"), r.get("k"))
+            == (at.get("baseline"), at.get("candidate"), at.get("k"))}
+    parts = []
+    for m in metrics:
+        r = same.get(m)
+        if r is not None:
+            interval = fmt_interval(r.get("delta_macro_ci_low"), r.get("delta_macro_ci_high"), fmt_delta)
+            parts.append(f"{escape(label(m, r.get('k')))} <span class='num'>{escape(fmt_delta(r.get('delta_macro')))}"
+                         f"</span> <span class='ci'>{escape(interval)}</span>")
+    return "<br><span class='den'>" + " · ".join(parts) + "</span>" if parts else ""
+
+
+def _verdict_line(r: Row, guardrails: str = "", panel: str = "") -> str:
     """``hybrid vs bm25 @10: +0.0912 [+0.0711, +0.1104], candidate better · 1,812 paired of 2,000 requests …``"""
     word = verdict(r)
     said = {"better": "candidate better", "worse": "candidate worse"}.get(word, word)
@@ -144,7 +197,7 @@ def _verdict_line(r: Row, guardrails: str = "") -> str:
             f"{escape(said)}</b> "
             f"<span class='den'>· {escape(fmt_count(r.get('n_paired')))} paired of "
             f"{escape(fmt_count(r.get('n_requests')))} requests · p = {escape(fmt_p(r.get('p_value_macro')))} · "
-            f"{escape(kind)}</span>{small}{guardrails}</li>")
+            f"{escape(kind)}</span>{small}{panel}{guardrails}</li>")
 
 
 def _worst_slices(audit: Sequence[Row]) -> list[str]:
@@ -175,11 +228,11 @@ def _worst_cell(a: Row | None) -> str:
     if a is None:
         return "<td></td>"
     ranked = f"{fmt_count(a.get('n_slices_ranked'))} of {fmt_count(a.get('n_slices'))} ranked"
-    if a.get("worst_slice_value") is None and a.get("worst_macro_ndcg") is None:
+    if a.get("worst_slice_value") is None and a.get("worst_macro") is None:
         return f"<td class='l sub'>no slice ranked ({escape(ranked)})</td>"
     below = is_true(a.get("ci_below_overall"))
     return (f"<td class='l{' below' if below else ''}'><b>{escape(a.get('worst_slice_value'))}</b> "
-            f"<span class='num'>{escape(fmt_mean(a.get('worst_macro_ndcg')))}</span> <span class='ci'>"
+            f"<span class='num'>{escape(fmt_mean(a.get('worst_macro')))}</span> <span class='ci'>"
             f"{escape(fmt_interval(a.get('worst_ci_low'), a.get('worst_ci_high')))}</span><br><span class='den'>"
-            f"gap {escape(fmt_delta(a.get('gap_to_overall')))} to {escape(fmt_mean(a.get('overall_macro_ndcg')))} · "
+            f"gap {escape(fmt_delta(a.get('gap_to_overall')))} to {escape(fmt_mean(a.get('overall_macro')))} · "
             f"{escape(fmt_count(a.get('worst_n_eligible')))} eligible · {escape(ranked)}</span></td>")

@@ -35,6 +35,8 @@ from ndcg_spark.report.format import (
     safe_name,
     td,
 )
+from ndcg_spark.measures import LEGACY_METRIC
+from ndcg_spark.report.panel import label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 from ndcg_spark.report.text_guardrails import (
     VERDICT_WORDS,
@@ -45,7 +47,7 @@ from ndcg_spark.report.text_guardrails import (
     fmt_value,
     guardrail_label,
     is_conditional,
-    ndcg_headline,
+    offline_headline,
     overall_rows,
     overall_verdict,
     release_counts,
@@ -98,7 +100,7 @@ def _comparison(b: str, c: str, pair: Sequence[Row], comparisons: Sequence[Row])
     overall = overall_rows(pair)
     out = [f"<h3 id='guardrails-{escape(safe_name(b))}-{escape(safe_name(c))}'>{escape(c)} (candidate) vs "
            f"{escape(b)} (baseline): guardrails {_verdict_html(overall_verdict(pair))}</h3>",
-           _glance(overall, ndcg_headline(comparisons, pair[0].get("baseline"), pair[0].get("candidate"))),
+           _glance(overall, offline_headline(comparisons, pair[0].get("baseline"), pair[0].get("candidate"))),
            "<table><tr><th class='l'>guardrail</th><th class='l'>statistic</th>"
            f"<th>{escape(b)} (baseline)</th><th>{escape(c)} (candidate)</th><th>difference [interval]</th>"
            "<th>margin</th><th class='l'>verdict</th></tr>"]
@@ -112,14 +114,15 @@ def _comparison(b: str, c: str, pair: Sequence[Row], comparisons: Sequence[Row])
     return out + _slices(pair)
 
 
-def _glance(overall: Sequence[Row], ndcg: Row | None) -> str:
-    """``NDCG@5 +0.0912 [...] · latency_p95 +29.8% (fail) · …``: every overall guardrail beside the NDCG delta."""
-    if ndcg is None:
-        parts = ["<span class='sub'>NDCG: no comparison row</span>"]
+def _glance(overall: Sequence[Row], offline: Row | None) -> str:
+    """``NDCG@5 +0.0912 [...] · latency_p95 +29.8% (fail) · …``: every overall guardrail beside the
+    headline metric's delta."""
+    if offline is None:
+        parts = [f"<span class='sub'>{escape(label(LEGACY_METRIC))}: no comparison row</span>"]
     else:
-        interval = fmt_interval(ndcg.get("delta_macro_ci_low"), ndcg.get("delta_macro_ci_high"), fmt_delta)
-        parts = [f"NDCG@{escape(ndcg.get('k'))} <span class='num'>{escape(fmt_delta(ndcg.get('delta_macro')))}"
-                 f"</span> <span class='ci'>{escape(interval)}</span>"]
+        interval = fmt_interval(offline.get("delta_macro_ci_low"), offline.get("delta_macro_ci_high"), fmt_delta)
+        parts = [f"{escape(label(metric_of(offline), offline.get('k')))} <span class='num'>"
+                 f"{escape(fmt_delta(offline.get('delta_macro')))}</span> <span class='ci'>{escape(interval)}</span>"]
     parts += [f"{escape(guardrail_label(r))} <span class='num'>{escape(fmt_difference(r)[0])}</span> "
               f"({_verdict_html(r.get('verdict'))})" for r in overall]
     return "<p class='big' data-guardrails='glance'>" + " · ".join(parts) + "</p>"

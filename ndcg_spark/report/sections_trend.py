@@ -1,4 +1,4 @@
-"""The trend section of the report: each system's NDCG at each K over the last runs.
+"""The trend section of the report: each system's headline metric (NDCG by default) at each K over the last runs.
 
 A pure function of ``data["trend"]`` (rows of :func:`ndcg_spark.trend.series.trend` in the
 overall slice, as dicts): per system x K, a chart of the macro mean and its interval night after
@@ -40,6 +40,7 @@ from ndcg_spark.report.format import (
     sort_key,
     td,
 )
+from ndcg_spark.report.panel import headline, label
 from ndcg_spark.report.trend_chart import MARK_COLOURS, trend_chart
 
 __all__ = ["flag_words", "night_words", "overall_trend", "section_trend", "trend_row"]
@@ -94,8 +95,9 @@ def section_trend(data: Mapping[str, Any]) -> list[str]:
         return []
     runs = sorted({str(r.get("run_id")) for r in rows})
     current = None if data.get("run_id") is None else str(data.get("run_id"))
+    title = escape(label(headline(data)))
     out = [f"<h2 id='trend'>Trend: the last {len(runs)} runs</h2>",
-           "<p class='sub'>Macro NDCG@K of each night with its interval (the bar), "
+           f"<p class='sub'>Macro {title}@K of each night with its interval (the bar), "
            f"{escape(runs[0])} to {escape(runs[-1])}. A line joins a night to the previous one only when they "
            "are comparable (same contract, same pool version); a break is a gap, its reason written beside the "
            f"chart. {' '.join(_legend(flag, rows) for flag in TREND_FLAGS)} Every night's numbers, with their "
@@ -104,17 +106,18 @@ def section_trend(data: Mapping[str, Any]) -> list[str]:
                             key=lambda s: sort_key({"system": s[0], "k": s[1]}, "system", "k")):
         series = sorted((r for r in rows if r.get("system") == system and r.get("k") == k),
                         key=lambda r: (str(r.get("run_id")), str(r.get("pool_version"))))
-        out += _series_card(system, k, series, runs, current)
+        out += _series_card(system, k, series, runs, current, headline(data))
     return out
 
 
-def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str], current: str | None) -> list[str]:
+def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str], current: str | None,
+                 metric: str) -> list[str]:
     """One system x K: the chart, the breaks and flags in words, every night in a folded table."""
     index = {(str(r.get("run_id")), r.get("pool_version")): i for i, r in enumerate(series)}
     points, notes, breaks = [], [], 0
     for r in series:
         run, (kind, _) = str(r.get("run_id")), night_words(r)
-        point = {"run": run, "value": r.get("macro_ndcg"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
+        point = {"run": run, "value": r.get("macro"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
                  "mark": flag_mark(raised_flags(r)), "note": _denominators(r)}
         if kind == "delta":
             point["previous"] = index.get((str(r.get("previous_run_id")), r.get("pool_version")))
@@ -128,9 +131,9 @@ def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str]
         points.append(point)
     nights = f"{len(series)} night" + ("" if len(series) == 1 else "s")
     notes = notes or ["<div class='sub note'>No break, no flag.</div>"]
-    return [f"<div class='card trend'><b>{escape(system)} @{escape(k)}</b> <span class='sub'>macro NDCG@{escape(k)}, "
-            f"{nights}</span><div class='series'>" + trend_chart(points, runs, current=current),
-            "<div class='notes'>", *notes, "</div></div>", *_series_table(series), "</div>"]
+    return [f"<div class='card trend'><b>{escape(system)} @{escape(k)}</b> <span class='sub'>macro "
+            f"{escape(label(metric, k))}, {nights}</span><div class='series'>" + trend_chart(points, runs, current=current),
+            "<div class='notes'>", *notes, "</div></div>", *_series_table(series, metric), "</div>"]
 
 
 def _legend(flag: TrendFlag, rows: Sequence[Row]) -> str:
@@ -148,11 +151,12 @@ def _denominators(r: Row) -> str:
     return f"{fmt_count(r.get('n_eligible'))} eligible / {fmt_count(r.get('n_requests'))} requests"
 
 
-def _series_table(series: Sequence[Row]) -> list[str]:
+def _series_table(series: Sequence[Row], metric: str) -> list[str]:
     """Every night of one series with its means, intervals, deltas, denominators and note, folded away."""
+    title = escape(label(metric))
     out = [f"<details><summary>every night's numbers ({len(series)} row{'' if len(series) == 1 else 's'})</summary>"
-           "<table><tr><th class='l'>run</th><th class='l'>pool version</th><th>macro NDCG [interval]</th>"
-           "<th>Δ macro</th><th>weighted NDCG [interval], Δ</th><th>eligible / all requests</th>"
+           f"<table><tr><th class='l'>run</th><th class='l'>pool version</th><th>macro {title} [interval]</th>"
+           f"<th>Δ macro</th><th>weighted {title} [interval], Δ</th><th>eligible / all requests</th>"
            "<th>empty-ideal share</th><th class='l'>vs the run before</th></tr>"]
     for r in sorted(series, key=lambda r: sort_key(r, "run_id", "pool_version")):
         kind, words = night_words(r)
@@ -160,7 +164,7 @@ def _series_table(series: Sequence[Row]) -> list[str]:
         share = (f"{fmt_share(r.get('empty_ideal_share'))} ({fmt_count(r.get('n_empty_ideal'))} / "
                  f"{fmt_count(r.get('n_requests'))})")
         out.append("<tr>" + td(r.get("run_id"), "l") + td(r.get("pool_version"), "l")
-                   + mean_cell(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
+                   + mean_cell(r.get("macro"), r.get("macro_ci_low"), r.get("macro_ci_high"))
                    + td(fmt_delta(r.get("delta_macro")) if kind == "delta" else "") + _weighted_cell(r, kind)
                    + td(f"{fmt_count(r.get('n_eligible'))} / {fmt_count(r.get('n_requests'))}")
                    + td(share) + td(note, "l wrap") + "</tr>")
@@ -171,5 +175,5 @@ def _series_table(series: Sequence[Row]) -> list[str]:
 def _weighted_cell(r: Row, kind: str) -> str:
     """The weighted mean with its interval and, on a comparable night, its change."""
     delta = f" <span class='ci'>Δ {escape(fmt_delta(r.get('delta_weighted')))}</span>" if kind == "delta" else ""
-    return (f"<td><span class='num'>{escape(fmt_mean(r.get('weighted_ndcg')))}</span> <span class='ci'>"
+    return (f"<td><span class='num'>{escape(fmt_mean(r.get('weighted')))}</span> <span class='ci'>"
             f"{escape(fmt_interval(r.get('weighted_ci_low'), r.get('weighted_ci_high')))}</span>{delta}</td>")

@@ -11,14 +11,18 @@ Examples
 --------
 >>> print(per_request_summary([
 ...     {"contract_fingerprint": "d3409c6997964582", "system": "bm25", "pool_version": "p1", "k": 10,
-...      "macro_ndcg": 0.65351, "scored": 16, "empty_ideal": 3, "no_results": 1, "requests": 20},
+...      "metric": "ndcg", "macro": 0.65351, "scored": 16, "empty_ideal": 3, "no_results": 1, "requests": 20},
+...     {"contract_fingerprint": "d3409c6997964582", "system": "bm25", "pool_version": "p1", "k": 10,
+...      "metric": "recall", "macro": 0.7012, "scored": 16, "empty_ideal": 3, "no_results": 1, "requests": 20},
 ...     {"contract_fingerprint": "d3409c6997964582", "system": "dense", "pool_version": None, "k": 10,
-...      "macro_ndcg": None, "scored": 0, "empty_ideal": 2, "no_results": 0, "requests": 2},
+...      "metric": "ndcg", "macro": None, "scored": 0, "empty_ideal": 2, "no_results": 0, "requests": 2},
+...     {"contract_fingerprint": "d3409c6997964582", "system": "dense", "pool_version": None, "k": 10,
+...      "metric": "recall", "macro": None, "scored": 0, "empty_ideal": 2, "no_results": 0, "requests": 2},
 ... ]))
 contract d3409c6997964582
-system     pool                 k macro NDCG   scored   empty no results      all
-bm25       p1                  10     0.6535       16       3          1       20
-dense      None                10        n/a        0       2          0        2
+system     pool                 k macro NDCG   scored   empty no results      all macro recall
+bm25       p1                  10     0.6535       16       3          1       20       0.7012
+dense      None                10        n/a        0       2          0        2          n/a
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ndcg_spark.config.trend_spec import flag_text, raised_flags
+from ndcg_spark.measures import what_if_names
 from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit
+from ndcg_spark.report.panel import declared, label, metric_of, of_metric
 from ndcg_spark.report.text_guardrails import format_guardrails
 from ndcg_spark.report.text_runs import format_attempts, format_runs
 
@@ -60,17 +66,24 @@ def _contracts(rows: Rows) -> list[str]:
 # --- stage 1 -------------------------------------------------------------------------------
 
 
-def per_request_summary(rows: Rows) -> str:
-    """Overall macro NDCG per system x K with its denominators (the rows of the per-request
-    table summarized: ``macro_ndcg``, ``scored``, ``empty_ideal``, ``no_results``, ``requests``)."""
+def per_request_summary(rows: Rows, metrics: list[str] | None = None) -> str:
+    """Overall macro mean of every metric per system x K with its denominators (the rows of the
+    per-request table summarized per metric: ``macro``, ``scored``, ``empty_ideal``, ``no_results``,
+    ``requests``): the headline metric's as always, the others' means after them (each with its
+    scored count where it differs from the headline's)."""
+    headline, *panel = declared(rows, metrics)
     lines = _contracts(rows)
-    lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG':>10} {'scored':>8} {'empty':>7} "
-                 f"{'no results':>10} {'all':>8}")
-    for r in rows:
-        lines.append(
-            f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {_number(r['macro_ndcg']):>10} "
-            f"{r['scored']:>8} {r['empty_ideal']:>7} {fmt_count(r.get('no_results')):>10} {r['requests']:>8}"
-        )
+    lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'macro ' + label(headline):>10} {'scored':>8} {'empty':>7} "
+                 f"{'no results':>10} {'all':>8}" + "".join(f" {'macro ' + label(m):>12}" for m in panel))
+    others = {(r["system"], r["pool_version"], r["k"], metric_of(r)): r for r in rows}
+    for r in of_metric(rows, headline):
+        line = (f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {_number(r['macro']):>10} "
+                f"{r['scored']:>8} {r['empty_ideal']:>7} {fmt_count(r.get('no_results')):>10} {r['requests']:>8}")
+        for m in panel:
+            other = others.get((r["system"], r["pool_version"], r["k"], m), {})
+            scored = "" if other.get("scored") == r["scored"] else f" ({fmt_count(other.get('scored'))})"
+            line += f" {_number(other.get('macro')) + scored:>12}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -88,20 +101,21 @@ def aggregate_written(run_id: str, where: str, row_counts: Mapping[str, int], se
     return f"run {run_id}: aggregate table -> {where} ({counts}; {seconds:.1f} s)"
 
 
-def aggregate_summary(overall: Rows, audit: Rows) -> str:
-    """The closing lines of stage 2: the overall means with their intervals and denominators
-    (the aggregate table's overall rows), then the worst slice per dimension (audit rows).
+def aggregate_summary(overall: Rows, audit: Rows, metrics: list[str] | None = None) -> str:
+    """The closing lines of stage 2: the headline metric's overall means with their intervals and
+    denominators (the aggregate table's overall rows), the other declared metrics at the largest K
+    (the panel), the headline's what-ifs, then the worst slice per dimension (audit rows).
 
-    >>> overall = [{"contract_fingerprint": "d340", "system": "bm25", "pool_version": "p1", "k": 10,
-    ...             "ci_level": 0.95, "macro_ndcg": 0.6535, "macro_ci_low": 0.6501, "macro_ci_high": 0.657,
-    ...             "weighted_ndcg": 0.6754, "weighted_ci_low": None, "weighted_ci_high": None,
+    >>> overall = [{"contract_fingerprint": "d340", "system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg",
+    ...             "ci_level": 0.95, "macro": 0.6535, "macro_ci_low": 0.6501, "macro_ci_high": 0.657,
+    ...             "weighted": 0.6754, "weighted_ci_low": None, "weighted_ci_high": None,
     ...             "n_eligible": 17032, "n_empty_ideal": 2668, "n_no_results": 300, "n_requests": 20000}]
-    >>> audit = [{"system": "bm25", "pool_version": "p1", "k": 10, "min_eligible": 30,
-    ...           "slice_dimension": "equipment_rarity", "worst_slice_value": "rare", "worst_macro_ndcg": 0.5557,
+    >>> audit = [{"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "min_eligible": 30,
+    ...           "slice_dimension": "equipment_rarity", "worst_slice_value": "rare", "worst_macro": 0.5557,
     ...           "worst_ci_low": 0.5446, "worst_ci_high": 0.5661, "gap_to_overall": -0.0979,
     ...           "ci_below_overall": True, "worst_n_eligible": 1698},
-    ...          {"system": "bm25", "pool_version": "p1", "k": 10, "min_eligible": 30,
-    ...           "slice_dimension": "permission_group", "worst_macro_ndcg": None, "n_slices_ranked": 0, "n_slices": 3}]
+    ...          {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "min_eligible": 30,
+    ...           "slice_dimension": "permission_group", "worst_macro": None, "n_slices_ranked": 0, "n_slices": 3}]
     >>> print(aggregate_summary(overall, audit))  # doctest: +NORMALIZE_WHITESPACE
     contract d340
     system     pool                 k          macro NDCG [95% interval]          weighted NDCG [95% interval]  eligible   empty no results      all
@@ -110,46 +124,80 @@ def aggregate_summary(overall: Rows, audit: Rows) -> str:
     * its interval lies wholly below the overall mean)
       bm25       equipment_rarity     rare                        0.5557 [0.5446, 0.5661] gap -0.0979* (1,698 eligible)
       bm25       permission_group     no slice has enough eligible requests (0 of 3 ranked)
+    >>> recall = dict(overall[0], metric="recall", macro=0.7012, macro_ci_low=0.698, macro_ci_high=0.7043, weighted=0.71)
+    >>> print("\\n".join(_panel_lines(overall + [recall], ["ndcg", "recall"])))
+    the other metrics at k=10 (macro [95% interval], weighted; eligible requests where they differ from NDCG's):
+      bm25       p1                 recall@10  0.7012 [0.6980, 0.7043]  weighted 0.7100
     """
-    return "\n".join(_overall_lines(overall) + _unjudged_lines(overall) + _worst_slice_lines(audit))
+    headline = declared(overall, metrics)[0]
+    return "\n".join(_overall_lines(of_metric(overall, headline), headline) + _panel_lines(overall, metrics)
+                      + _unjudged_lines(overall, headline) + _worst_slice_lines(of_metric(audit, headline)))
 
 
-def _unjudged_lines(overall: Rows) -> list[str]:
-    """At the largest K, the macro NDCG beside its unjudged bounds (only when the contract
-    declares a grade scale: ``max_grade`` or a gain table).
+def _panel_lines(overall: Rows, metrics: list[str] | None) -> list[str]:
+    """The declared metrics after the headline, at the largest K: one line per system and metric."""
+    headline, *panel = declared(overall, metrics)
+    rows = [r for r in overall if metric_of(r) in panel]
+    if not rows:
+        return []
+    top_k = max(r["k"] for r in rows)
+    levels = {r["ci_level"] for r in rows if r.get("ci_level")}
+    level = f"{100 * levels.pop():g}% interval" if len(levels) == 1 else "interval"
+    eligible = {(r["system"], r["pool_version"], r["k"]): r["n_eligible"] for r in of_metric(overall, headline)}
+    lines = [f"the other metrics at k={top_k} (macro [{level}], weighted; eligible requests where they differ from "
+             f"{label(headline)}'s):"]
+    for m in panel:
+        for r in (r for r in of_metric(rows, m) if r["k"] == top_k):
+            own = "" if eligible.get((r["system"], r["pool_version"], r["k"])) == r["n_eligible"] \
+                else f"  ({r['n_eligible']:,} eligible)"
+            lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(m, top_k):<10} "
+                         f"{_mean(r['macro'], r['macro_ci_low'], r['macro_ci_high'])}  weighted {_number(r['weighted'])}"
+                         f"{own}")
+    return lines
 
-    >>> for line in _unjudged_lines([{"system": "bm25", "pool_version": "p1", "k": 10, "macro_ndcg": 0.653,
-    ...                               "macro_ndcg_unjudged_low": 0.641, "macro_ndcg_unjudged_high": 0.702}]):
+
+def _unjudged_lines(overall: Rows, headline: str) -> list[str]:
+    """At the largest K, the headline metric's macro mean beside its two what-ifs (only when the
+    contract declares a grade scale: ``max_grade`` or a gain table).
+
+    >>> rows = [{"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "macro": 0.653},
+    ...         {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg_unjudged_low", "macro": 0.641},
+    ...         {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg_unjudged_high", "macro": 0.702}]
+    >>> for line in _unjudged_lines(rows, "ndcg"):
     ...     print(line)
     if every unjudged candidate were judged (ndcg_unjudged_low / _high: two what-ifs, not an interval):
       bm25       p1                 NDCG@10 0.6530 (0.6410 if the unjudged were judged at the lowest grade, 0.7020 at the highest)
     """
-    bounded = [r for r in overall if r.get("macro_ndcg_unjudged_low") is not None
-               or r.get("macro_ndcg_unjudged_high") is not None]
+    low_name, high_name = what_if_names(headline)
+    ends = {(metric_of(r), r["system"], r["pool_version"], r["k"]): r.get("macro") for r in overall
+            if metric_of(r) in (low_name, high_name)}
+    bounded = [r for r in of_metric(overall, headline)
+               if any(ends.get((w, r["system"], r["pool_version"], r["k"])) is not None for w in (low_name, high_name))]
     if not bounded:
         return []
     top_k = max(r["k"] for r in bounded)
-    lines = ["if every unjudged candidate were judged (ndcg_unjudged_low / _high: two what-ifs, not an interval):"]
+    lines = [f"if every unjudged candidate were judged ({low_name} / _high: two what-ifs, not an interval):"]
     for r in (r for r in bounded if r["k"] == top_k):
-        low, high = _number(r["macro_ndcg_unjudged_low"]), _number(r["macro_ndcg_unjudged_high"])
-        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} NDCG@{top_k} {_number(r['macro_ndcg'])} "
+        low, high = (_number(ends.get((w, r["system"], r["pool_version"], top_k))) for w in (low_name, high_name))
+        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(headline, top_k)} {_number(r['macro'])} "
                      f"({low} if the unjudged were judged at the lowest grade, {high} at the highest)")
     return lines
 
 
-def _overall_lines(overall: Rows) -> list[str]:
+def _overall_lines(overall: Rows, headline: str) -> list[str]:
     levels = {r["ci_level"] for r in overall if r.get("ci_level")}
     level = f"{100 * levels.pop():g}% interval" if len(levels) == 1 else "interval"
+    title = label(headline)
     lines = _contracts(overall)
     lines.append(
-        f"{'system':<10} {'pool':<18} {'k':>3} {'macro NDCG [' + level + ']':>34} "
-        f"{'weighted NDCG [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'no results':>10} {'all':>8}"
+        f"{'system':<10} {'pool':<18} {'k':>3} {'macro ' + title + ' [' + level + ']':>34} "
+        f"{'weighted ' + title + ' [' + level + ']':>37} {'eligible':>9} {'empty':>7} {'no results':>10} {'all':>8}"
     )
     for r in overall:
         lines.append(
             f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} "
-            f"{_mean(r['macro_ndcg'], r['macro_ci_low'], r['macro_ci_high']):>34} "
-            f"{_mean(r['weighted_ndcg'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
+            f"{_mean(r['macro'], r['macro_ci_low'], r['macro_ci_high']):>34} "
+            f"{_mean(r['weighted'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
             f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {fmt_count(r.get('n_no_results')):>10} {r['n_requests']:>8,}"
         )
     return lines
@@ -167,7 +215,7 @@ def _worst_slice_lines(audit: Rows) -> list[str]:
     pools = len({r["pool_version"] for r in audit})
     for r in (r for r in audit if r["k"] == top_k):
         who = r["system"] if pools == 1 else f"{r['system']}@{r['pool_version']}"
-        if r["worst_macro_ndcg"] is None:
+        if r["worst_macro"] is None:
             lines.append(
                 f"  {who:<10} {r['slice_dimension']:<20} no slice has enough eligible requests "
                 f"({r['n_slices_ranked']} of {r['n_slices']} ranked)"
@@ -176,7 +224,7 @@ def _worst_slice_lines(audit: Rows) -> list[str]:
         flag = "*" if r["ci_below_overall"] else " "
         lines.append(
             f"  {who:<10} {r['slice_dimension']:<20} {str(r['worst_slice_value']):<16} "
-            f"{_mean(r['worst_macro_ndcg'], r['worst_ci_low'], r['worst_ci_high']):>34} "
+            f"{_mean(r['worst_macro'], r['worst_ci_low'], r['worst_ci_high']):>34} "
             f"gap {r['gap_to_overall']:+.4f}{flag} ({r['worst_n_eligible']:,} eligible)"
         )
     return lines
@@ -185,24 +233,48 @@ def _worst_slice_lines(audit: Rows) -> list[str]:
 # --- compare -------------------------------------------------------------------------------
 
 
-def format_comparison(rows: Rows) -> str:
+def format_comparison(rows: Rows, metrics: list[str] | None = None) -> str:
     """A readable summary of a comparison table (its rows as mappings): the CLI's closing lines.
 
-    The overall row of every K, the end-to-end notice when the pools differ (with candidate recall
-    on both sides), and per slice dimension the slice with the smallest macro delta at the largest K.
+    The headline metric's overall row of every K, the other declared metrics' at the largest K (and
+    their what-ifs'), the end-to-end notice when the pools differ (with each side's pool recall), and
+    per slice dimension the slice with the smallest macro delta at the largest K.
     """
     if not rows:
         return "comparison: no rows"
+    headline = declared(rows, metrics)[0]
+    every = rows
+    rows = of_metric(rows, headline) or rows
     first = rows[0]
     overall = sorted((r for r in rows if r["slice_dimension"] == OVERALL), key=lambda r: r["k"])
     top = overall[-1] if overall else first
     lines = _comparison_header(first, top)
     if first["comparison_kind"] == "end_to_end":
         lines += _end_to_end_notice(first, top)
+    panel = _comparison_panel(every, top["k"], headline)
+    if panel:
+        lines.append(f"  {label(headline)} at every K:")
     lines += _comparison_overall(first["baseline"], first["candidate"], overall)
+    lines += panel
     lines.append(_comparison_requests(first["baseline"], first["candidate"], top))
     lines += _smallest_slice_deltas(rows, top["k"], first["min_paired"])
     return "\n".join(lines)
+
+
+def _comparison_panel(rows: Rows, k: Any, headline: str) -> list[str]:
+    """Every other metric (and what-if) of the comparison at ``k``, overall: its delta, interval, p
+    and win / tie / loss."""
+    others = [r for r in rows if r["slice_dimension"] == OVERALL and r["k"] == k and metric_of(r) != headline]
+    if not others:
+        return []
+    lines = [f"  the other metrics at k={k} (macro delta [interval], p, win/tie/loss over paired requests):"]
+    for r in others:
+        lines.append(
+            f"    {label(metric_of(r), k):<52} {_delta(r['delta_macro'], r['delta_macro_ci_low'], r['delta_macro_ci_high']):<27} "
+            f"p {_number(r['p_value_macro'], '{:.3f}')}  {r['wins']:,}/{r['ties']:,}/{r['losses']:,} "
+            f"({r['n_paired']:,} paired)"
+        )
+    return lines
 
 
 def _delta(value: Any, low: Any, high: Any) -> str:
@@ -221,7 +293,7 @@ def _comparison_header(first: Mapping[str, Any], top: Mapping[str, Any]) -> list
     return [
         f"comparison of run {first['run_id']}: {c} (candidate) vs {b} (baseline): {first['comparison_kind']} comparison",
         f"  pools: {b} {first['baseline_pool_version']}, {c} {first['candidate_pool_version']}; {pools}",
-        f"  contract {first['contract_fingerprint']}; NDCG ideal: {first['ndcg_ideal']}; "
+        f"  contract {first['contract_fingerprint']}; ideal: {first['ideal']}; "
         f"{first['bootstrap_replicates']} bootstrap replicates{level}, {first['permutations']} sign flips"
         f"{resampling_unit(first.get('bootstrap_buckets'))}, seed {first['seed']}, "
         f"tie if |delta| <= {first['tie_tolerance']:g}",
@@ -239,10 +311,12 @@ def _end_to_end_notice(first: Mapping[str, Any], top: Mapping[str, Any]) -> list
     return [
         "",
         "  NOTICE: END-TO-END comparison, not a reranker comparison." + why,
-        "  Both sides' NDCG uses one shared ideal from the judgments. Candidate recall (positives in the pool /"
-        f" all known positives, {top['n_recall_requests']:,} shared requests with a known positive):",
-        f"    {b:<12} macro {_number(top['baseline_recall_macro'])}  weighted {_number(top['baseline_recall_weighted'])}",
-        f"    {c:<12} macro {_number(top['candidate_recall_macro'])}  weighted {_number(top['candidate_recall_weighted'])}",
+        "  Both sides' metrics use one shared ideal from the judgments. Pool recall (positives in the pool /"
+        f" all known positives, {top['n_pool_recall_requests']:,} shared requests with a known positive):",
+        f"    {b:<12} macro {_number(top['baseline_pool_recall_macro'])}  "
+        f"weighted {_number(top['baseline_pool_recall_weighted'])}",
+        f"    {c:<12} macro {_number(top['candidate_pool_recall_macro'])}  "
+        f"weighted {_number(top['candidate_pool_recall_weighted'])}",
         "",
     ]
 
@@ -254,8 +328,8 @@ def _comparison_overall(b: str, c: str, overall: Rows) -> list[str]:
     ]
     for r in overall:
         lines.append(
-            f"  {r['k']:>3} {r['n_paired']:>8,} {_number(r['baseline_ndcg_macro']):>8} "
-            f"{_number(r['candidate_ndcg_macro']):>8}  "
+            f"  {r['k']:>3} {r['n_paired']:>8,} {_number(r['baseline_macro']):>8} "
+            f"{_number(r['candidate_macro']):>8}  "
             f"{_delta(r['delta_macro'], r['delta_macro_ci_low'], r['delta_macro_ci_high']):<27} "
             f"{_number(r['p_value_macro'], '{:.3f}'):>6}  "
             f"{_delta(r['delta_weighted'], r['delta_weighted_ci_low'], r['delta_weighted_ci_high']):<27} "
@@ -306,41 +380,46 @@ def _change(r: Mapping[str, Any]) -> str:
             f"{_number(None if share is None else 100 * share, '{:+.1f}')} pts){moved}")
 
 
-def night_over_night(rows: Rows) -> str:
+def night_over_night(rows: Rows, metrics: list[str] | None = None) -> str:
     """One line per system x K of a run's overall trend rows: the change from the previous
-    comparable night, or why there is none.
+    comparable night, or why there is none; a block per declared metric, the headline first.
 
-    >>> print(night_over_night([{"system": "bm25", "pool_version": "p1", "k": 10, "macro_ndcg": 0.52,
+    >>> print(night_over_night([{"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "macro": 0.52,
     ...     "previous_run_id": "2026-11-27", "comparable": True, "delta_macro": -0.08,
     ...     "empty_ideal_share_change": 0.081, "moved": True, "empty_ideal_shifted": True}]))
     night over night (overall macro NDCG; comparable: same contract and pool version):
       bm25       p1                  10  0.5200  -0.0800 vs 2026-11-27 (empty-ideal share +8.1 pts); MOVED, but the empty-ideal share moved too: may be traffic, not ranking
     """
-    lines = ["night over night (overall macro NDCG; comparable: same contract and pool version):"]
-    for r in rows:
-        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
-                     f"{_number(r.get('macro_ndcg'))}  {_change(r)}")
+    lines = []
+    for metric in declared(rows, metrics):
+        lines.append(f"night over night (overall macro {label(metric)}; comparable: same contract and pool version):")
+        for r in of_metric(rows, metric):
+            lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
+                         f"{_number(r.get('macro'))}  {_change(r)}")
     return "\n".join(lines)
 
 
-def format_trend(rows: Rows) -> str:
+def format_trend(rows: Rows, metrics: list[str] | None = None) -> str:
     """``ndcg-spark trend``: per system x pool x K, one line per published run (overall slice):
-    the macro NDCG with its interval and denominators, the empty-ideal share and the change.
+    the macro mean with its interval and denominators, the empty-ideal share and the change; a block
+    per declared metric, the headline first.
 
     >>> print(format_trend([{"run_id": "2026-11-28", "system": "bm25", "pool_version": "p1", "k": 10,
-    ...     "macro_ndcg": 0.52, "macro_ci_low": 0.5, "macro_ci_high": 0.54, "n_eligible": 82, "n_requests": 100,
+    ...     "macro": 0.52, "macro_ci_low": 0.5, "macro_ci_high": 0.54, "n_eligible": 82, "n_requests": 100,
     ...     "empty_ideal_share": 0.18, "previous_run_id": None}]))
     system     pool                 k run          macro NDCG [interval]     eligible/all empty-ideal  change
     bm25       p1                  10 2026-11-28   0.5200 [0.5000, 0.5400]         82/100       18.0%  first run
     """
     if not rows:
         return "no published run in the aggregate table yet"
-    lines = [f"{'system':<10} {'pool':<18} {'k':>3} {'run':<12} {'macro NDCG [interval]':<25} {'eligible/all':>12} "
-             f"{'empty-ideal':>11}  change"]
-    for r in rows:
-        share = r.get("empty_ideal_share")
-        mean = _mean(r.get("macro_ndcg"), r.get("macro_ci_low"), r.get("macro_ci_high"))
-        lines.append(f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
-                     f"{_number(r.get('n_eligible'), '{:,}') + '/' + _number(r.get('n_requests'), '{:,}'):>12} "
-                     f"{_number(None if share is None else 100 * share, '{:.1f}%'):>11}  {_change(r)}")
+    lines = []
+    for metric in declared(rows, metrics):
+        lines.append(f"{'system':<10} {'pool':<18} {'k':>3} {'run':<12} {'macro ' + label(metric) + ' [interval]':<25} "
+                     f"{'eligible/all':>12} {'empty-ideal':>11}  change")
+        for r in of_metric(rows, metric):
+            share = r.get("empty_ideal_share")
+            mean = _mean(r.get("macro"), r.get("macro_ci_low"), r.get("macro_ci_high"))
+            lines.append(f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
+                         f"{_number(r.get('n_eligible'), '{:,}') + '/' + _number(r.get('n_requests'), '{:,}'):>12} "
+                         f"{_number(None if share is None else 100 * share, '{:.1f}%'):>11}  {_change(r)}")
     return "\n".join(lines)

@@ -32,15 +32,17 @@ from typing import Any, NamedTuple
 
 from ndcg_spark.config.statistic import Statistic
 from ndcg_spark.report.format import OVERALL, fmt_count, fmt_delta, fmt_interval, fmt_points, fmt_share, sort_key
+from ndcg_spark.measures import LEGACY_METRIC
+from ndcg_spark.report.panel import declared, label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 
 __all__ = ["HEADLINE_K", "VERDICT_WORDS", "Words", "disagreeing_slices", "fmt_arm_interval", "fmt_difference",
            "fmt_margin", "fmt_reach", "fmt_sig", "fmt_value", "format_guardrails", "guardrail_label", "is_conditional",
-           "ndcg_headline", "overall_rows", "overall_verdict", "release_counts", "verdict_words"]
+           "offline_headline", "overall_rows", "overall_verdict", "release_counts", "verdict_words"]
 
 Row = Mapping[str, Any]
 
-#: the NDCG delta beside the guardrails is the comparison's at its largest K up to this one
+#: the offline delta beside the guardrails is the comparison's at its largest K up to this one
 HEADLINE_K = 10
 
 
@@ -177,10 +179,13 @@ def overall_verdict(rows: Sequence[Row]) -> Any:
     return next((v for v in ("fail", "inconclusive") if v in verdicts), "pass" if verdicts else None)
 
 
-def ndcg_headline(comparison_rows: Sequence[Row], baseline: Any, candidate: Any) -> Row | None:
-    """The comparison's overall row at its largest K up to :data:`HEADLINE_K` (else its smallest K), or None."""
+def offline_headline(comparison_rows: Sequence[Row], baseline: Any, candidate: Any,
+                     metric: str | None = None) -> Row | None:
+    """The comparison's overall row of the headline metric (``metric``, else the first declared: NDCG
+    by default) at its largest K up to :data:`HEADLINE_K` (else its smallest K), or None."""
+    metric = metric or declared(comparison_rows)[0] if comparison_rows else metric
     overall = [r for r in comparison_rows if r.get("slice_dimension") == OVERALL and _number(r.get("k")) is not None
-               and (r.get("baseline"), r.get("candidate")) == (baseline, candidate)]
+               and (r.get("baseline"), r.get("candidate")) == (baseline, candidate) and metric_of(r) == metric]
     within = [r for r in overall if _number(r.get("k")) <= HEADLINE_K]
     if within:
         return max(within, key=lambda r: _number(r.get("k")))
@@ -193,11 +198,11 @@ def release_counts(rows: Sequence[Row]) -> tuple[str, str] | None:
     return None if release is None else (fmt_count(release.get("rows_read")), fmt_count(release.get("rows_set_aside")))
 
 
-def _ndcg_words(row: Row | None) -> str:
+def _offline_words(row: Row | None) -> str:
     if row is None:
-        return "NDCG: no comparison row"
+        return f"{label(LEGACY_METRIC)}: no comparison row"
     interval = fmt_interval(row.get("delta_macro_ci_low"), row.get("delta_macro_ci_high"), fmt_delta)
-    return f"NDCG@{row.get('k')} {fmt_delta(row.get('delta_macro'))}" + (f" {interval}" if interval else "")
+    return f"{label(metric_of(row), row.get('k'))} {fmt_delta(row.get('delta_macro'))}" + (f" {interval}" if interval else "")
 
 
 # --- the CLI summary ---------------------------------------------------------------------------
@@ -205,14 +210,15 @@ def _ndcg_words(row: Row | None) -> str:
 
 def format_guardrails(rows: Sequence[Row], comparison_rows: Sequence[Row]) -> list[str]:
     """The lines printed after ``compare``: per baseline x candidate of the guardrail rows, the verdict
-    beside the NDCG delta, one line per overall guardrail, the slices that disagree, the settings.
+    beside the headline metric's delta (NDCG's by default), one line per overall guardrail, the slices
+    that disagree, the settings.
 
     Parameters
     ----------
     rows : sequence of mappings
         Guardrail table rows (one run), every slice.
     comparison_rows : sequence of mappings
-        The comparison table's rows of the same run: the NDCG delta (overall, largest K <= 10).
+        The comparison table's rows of the same run: the headline metric's delta (overall, largest K <= 10).
 
     Returns
     -------
@@ -228,7 +234,7 @@ def format_guardrails(rows: Sequence[Row], comparison_rows: Sequence[Row]) -> li
     ...        "relative_ci_low": 0.251, "relative_ci_high": 0.34, "verdict": "fail", "overall_verdict": "fail",
     ...        "ci_level": 0.95, "bootstrap_replicates": 200, "seed": 0, "guardrail_fingerprint": "7c1e",
     ...        "rows_read": 8040, "rows_set_aside": 12}
-    >>> ndcg = {"baseline": "bm25", "candidate": "hybrid", "slice_dimension": "overall", "k": 10,
+    >>> ndcg = {"baseline": "bm25", "candidate": "hybrid", "slice_dimension": "overall", "k": 10, "metric": "ndcg",
     ...         "delta_macro": 0.0912, "delta_macro_ci_low": 0.0711, "delta_macro_ci_high": 0.1104}
     >>> for line in format_guardrails([p95, dict(p95, slice_dimension="site", slice_value="b", verdict="pass")],
     ...                               [ndcg]):  # doctest: +NORMALIZE_WHITESPACE
@@ -263,7 +269,7 @@ def _headline(baseline: Any, candidate: Any, pair: Sequence[Row], overall: Seque
              for r in overall if r.get("verdict") != "pass"]
     rest = "; ".join(named) if named else f"all {len(overall)} guardrails pass"
     return (f"guardrails {candidate} vs {baseline}: {verdict_words(overall_verdict(pair)).flag} — "
-            f"{_ndcg_words(ndcg_headline(comparison_rows, baseline, candidate))}; {rest}")
+            f"{_offline_words(offline_headline(comparison_rows, baseline, candidate))}; {rest}")
 
 
 def _overall_line(r: Row) -> str:

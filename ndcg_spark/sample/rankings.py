@@ -66,7 +66,7 @@ def dense_pool_candidates(pool: DataFrame, seed: int) -> DataFrame:
 
     Its pool keeps each shared-pool candidate but the first with probability 1 - 25% and finds
     each judged document outside the shared pool with probability 70%, so its candidate sets
-    differ from bm25's and hybrid's (and its candidate recall too).
+    differ from bm25's and hybrid's (and its pool recall too).
     """
     in_pool = (
         f"CASE WHEN retrieved THEN i = 1 OR {uniform(seed, 'dense.keep', 'rid', 'i')}"

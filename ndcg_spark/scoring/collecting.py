@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.metrics.dcg import count_unjudged, dcg, expected_dcg, unjudged_bound_ideal
+from ndcg_spark.metrics.dcg import count_unjudged, unjudged_bound_ideal
+from ndcg_spark.metrics.ranked_list import RankedList
 from ndcg_spark.scoring.columns import (
     REQUEST_KEYS,
     by_doc_id_descending,
@@ -53,11 +54,12 @@ def score_collected_lists(
     """
     keys = [F.col(c) for c in REQUEST_KEYS]
     tie_aware = contract.order == "score" and contract.ties == "average"
+    condensed = contract.unjudged.condenses
     # Ties are formed among the candidates that are ranked (judged ones only under `exclude`).
-    ranked = F.col("judged") if contract.unjudged == "exclude" else F.lit(True)
+    ranked = F.col("judged") if condensed else F.lit(True)
     if tie_aware:
         rows = _with_tie_groups(rows, ranked)
-        if contract.unjudged == "exclude" and contract.unjudged_gains is not None:
+        if condensed and contract.unjudged_gains is not None:
             # the bounds judge every candidate: their ties form among all of them
             rows = _with_tie_groups(rows, F.lit(True), "all_")
     counts = [
@@ -65,6 +67,8 @@ def score_collected_lists(
         F.count("grade").alias("n_judged"),
         F.count(F.when(F.col("grade") > 0, True)).alias("n_positive"),
     ]
+    if contract.reads_relevance and contract.ideal_from == "candidates":  # else the judgments' count
+        counts.append(F.count(F.when(F.col("relevant"), 1)).alias("n_relevant"))
     collected = cut_to_top_k(rows, contract, ranked, tie_aware) if cut else rows
     grouped = collected.groupBy(*keys).agg(
         # sort_array orders structs field by field with no comparator lambda (array_sort's
@@ -80,15 +84,23 @@ def score_collected_lists(
     if contract.ideal_from == "judgments":
         assert judgments is not None  # checked in prepare_candidates
         grouped = _with_ideal_of_judgments(grouped, judgments, contract)
-    if contract.unjudged == "exclude":
+    if condensed:
         # the condensed list, computed once (a column of its own) for every K
         grouped = grouped.withColumn("ranked_items", F.filter(F.col("items"), lambda x: x["judged"]))
         ranked_items = F.col("ranked_items")
     else:
         ranked_items = F.col("items")
     grouped = grouped.select("*", *_bound_lists(contract, tie_aware))
-    metrics = metrics_columns(contract, _per_k(contract, tie_aware, ranked_items), _bounds(contract, tie_aware))
+    ranked_list = RankedList(ranked_items, _ITEM_FIELDS, ideal=F.col("ideal"), tie_aware=tie_aware,
+                             n_relevant=F.col("n_relevant") if contract.reads_relevance else None)
+    # the unjudged are counted on the full displayed list, the metrics over the ranked (condensed) one
+    metrics = metrics_columns(contract, ranked_list, lambda k: count_unjudged(F.col("items"), k),
+                              _what_ifs(contract, tie_aware))
     return keys_as_strings(grouped.select(*REQUEST_KEYS, "n_candidates", "n_judged", "n_positive", *metrics))
+
+
+#: how a metric reads a list item's fields (:class:`~ndcg_spark.metrics.ranked_list.RankedList`)
+_ITEM_FIELDS = {"gain": lambda x: x["gain"], "relevant": lambda x: x["relevant"]}
 
 
 def _with_tie_groups(rows: DataFrame, ranked: Column, prefix: str = "") -> DataFrame:
@@ -119,9 +131,10 @@ def _item_fields(contract: Contract, tie_aware: bool) -> list[Column]:
     or under ``ties: doc_id_desc`` ``(score, doc_id)``, sorted descending."""
     sort_key = display_sort_key(contract)
     ties = [F.col("tie_start"), F.col("tie_size")] if tie_aware else []
-    if tie_aware and contract.unjudged == "exclude" and contract.unjudged_gains is not None:
+    if tie_aware and contract.unjudged.condenses and contract.unjudged_gains is not None:
         ties += [F.col("all_tie_start"), F.col("all_tie_size")]
-    return [*sort_key, F.col("gain"), F.col("judged"), *ties]
+    relevant = [F.col("relevant")] if contract.reads_relevance else []
+    return [*sort_key, F.col("gain"), F.col("judged"), *ties, *relevant]
 
 
 def _ideal_of_candidates(contract: Contract) -> list[Column]:
@@ -132,63 +145,65 @@ def _ideal_of_candidates(contract: Contract) -> list[Column]:
     if contract.ideal_from != "candidates":
         return []
     ideal_gain = F.coalesce(F.col("gain"), F.lit(0.0))
-    if contract.unjudged == "exclude":
+    if contract.unjudged.condenses:
         ideal_gain = F.when(F.col("judged"), ideal_gain)  # collect_list skips the nulls
     return [F.sort_array(F.collect_list(ideal_gain), asc=False).alias("ideal")]
 
 
 def _with_ideal_of_judgments(grouped: DataFrame, judgments: DataFrame, contract: Contract) -> DataFrame:
     """``grouped`` with ``ideal``: the gains of every judged document of the request, retrieved
-    or not, largest first (empty when the request has none)."""
-    return grouped.join(ideal_of_judgments(judgments, contract), "request_id", "left").withColumn(
+    or not, largest first (empty when the request has none); and, when a declared metric reads it,
+    ``n_relevant``: how many of them are relevant."""
+    joined = grouped.join(ideal_of_judgments(judgments, contract), "request_id", "left").withColumn(
         "ideal", F.coalesce(F.col("ideal"), F.array().cast("array<double>"))
     )
+    if contract.reads_relevance:
+        joined = joined.withColumn("n_relevant", F.coalesce(F.col("n_relevant"), F.lit(0).cast("bigint")))
+    return joined
 
 
-def _per_k(contract: Contract, tie_aware: bool, ranked_items: Column) -> list[tuple[int, Column, Column, Column]]:
-    """``(k, dcg, idcg, unjudged in the top k)`` for every K; the unjudged are counted on the
-    full displayed list, the DCG over the ranked (condensed under ``exclude``) one."""
-    items, ideal = F.col("items"), F.col("ideal")
-    per_k = []
-    for k in contract.k:
-        shown = expected_dcg(ranked_items, k) if tie_aware else dcg(ranked_items, k, lambda x: x["gain"])
-        per_k.append((k, shown, dcg(ideal, k), count_unjudged(items, k)))
-    return per_k
+def _what_ifs(contract: Contract, tie_aware: bool) -> tuple[RankedList, RankedList] | None:
+    """The lists of the two what-ifs (:func:`_bound_lists`), or None without a declared scale."""
+    if contract.unjudged_gains is None:
+        return None
+    out = []
+    for side in ("low", "high"):
+        relevant = F.col(f"_n_relevant_{side}") if contract.reads_relevance else None
+        out.append(RankedList(F.col(f"_shown_{side}"), _ITEM_FIELDS if tie_aware or contract.reads_relevance else {},
+                              ideal=F.col(f"_ideal_{side}"), n_relevant=relevant, tie_aware=tie_aware,
+                              arrays={} if tie_aware or contract.reads_relevance else {"gain": F.col(f"_shown_{side}")}))
+    return out[0], out[1]
 
 
 def _bound_lists(contract: Contract, tie_aware: bool) -> list[Column]:
-    """The lists the unjudged bounds sum over, each a column of its own (computed once for every
-    K): the full displayed list (``items``, nothing condensed) with every unjudged gain set to the
-    scale's lowest / highest gain, and the ideal with those candidates added."""
+    """The lists the what-ifs score, each a column of its own (computed once for every K): the full
+    displayed list (``items``, nothing condensed) with every unjudged candidate judged at the scale's
+    lowest / highest grade (its gain, and whether that grade is relevant), the ideal with those
+    candidates added, and their relevant count."""
     if contract.unjudged_gains is None:
         return []
     items, ideal = F.col("items"), F.col("ideal")
     n_unjudged = F.col("n_candidates") - F.col("n_judged")
-    prefix = "all_" if contract.unjudged == "exclude" else ""
+    prefix = "all_" if contract.unjudged.condenses else ""
     lists = []
-    for side, value in zip(("low", "high"), contract.unjudged_gains):
+    for side, value, grade in zip(("low", "high"), contract.unjudged_gains, contract.unjudged_grades):
         judged_at = F.lit(float(value))
-        if tie_aware:
-            shown = F.transform(items, lambda x: F.struct(
-                F.coalesce(x["gain"], judged_at).alias("gain"),
-                x[f"{prefix}tie_start"].alias("tie_start"), x[f"{prefix}tie_size"].alias("tie_size")))
+        relevant = grade >= contract.relevant_grade  # what every unjudged candidate is judged at
+
+        def item(x: Column) -> Column:
+            fields = [F.coalesce(x["gain"], judged_at).alias("gain")]
+            if tie_aware:
+                fields += [x[f"{prefix}tie_start"].alias("tie_start"), x[f"{prefix}tie_size"].alias("tie_size")]
+            if contract.reads_relevance:
+                fields.append(F.when(x["judged"], x["relevant"]).otherwise(F.lit(relevant)).alias("relevant"))
+            return F.struct(*fields)
+
+        if tie_aware or contract.reads_relevance:
+            shown = F.transform(items, item)
         else:
             shown = F.transform(items, lambda x: F.coalesce(x["gain"], judged_at))
         lists += [shown.alias(f"_shown_{side}"),
                   unjudged_bound_ideal(ideal, n_unjudged, value, contract.max_k).alias(f"_ideal_{side}")]
+        if contract.reads_relevance:
+            lists.append((F.col("n_relevant") + (n_unjudged if relevant else F.lit(0))).alias(f"_n_relevant_{side}"))
     return lists
-
-
-def _bounds(contract: Contract, tie_aware: bool) -> list[tuple[Column, Column, Column, Column]] | None:
-    """Per K the ``(dcg, idcg)`` of the low and of the high unjudged bound over
-    :func:`_bound_lists` (None without a declared scale)."""
-    if contract.unjudged_gains is None:
-        return None
-    per_k = []
-    for k in contract.k:
-        terms = []
-        for side in ("low", "high"):
-            shown = F.col(f"_shown_{side}")
-            terms += [expected_dcg(shown, k) if tie_aware else dcg(shown, k), dcg(F.col(f"_ideal_{side}"), k)]
-        per_k.append(tuple(terms))
-    return per_k

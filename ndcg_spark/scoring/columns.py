@@ -1,8 +1,8 @@
-"""The per-request table's columns, the request keys, and the metrics columns both plans build."""
+"""The per-request table's columns, the request keys, and the metrics columns every plan builds."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -11,8 +11,16 @@ from pyspark.sql import types as T
 from ndcg_spark.config.contract import Contract
 
 # the per-request table's columns and keys, read here by both plans
-from ndcg_spark.config.per_request import PER_REQUEST_COLUMNS, REQUEST_KEYS, STAMP_COLUMNS  # noqa: F401 - re-exported
+from ndcg_spark.config.per_request import (  # noqa: F401 - re-exported
+    PER_REQUEST_COLUMNS,
+    REQUEST_KEYS,
+    STAMP_COLUMNS,
+    component_names,
+    per_k_fields,
+)
 from ndcg_spark.errors import InputError
+from ndcg_spark.measures import COMPONENTS, Metric
+from ndcg_spark.metrics.ranked_list import RankedList
 
 INTEGRAL_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC_TYPES = (*INTEGRAL_TYPES, T.FloatType, T.DoubleType, T.DecimalType)
@@ -34,21 +42,6 @@ def require_column(df: DataFrame, name: str, role: str, table: str, numeric: boo
         )
 
 
-class KMetrics(NamedTuple):
-    """The metrics of one K, by name: a column each per K (:func:`metrics_columns`), one field each
-    of the row per K after :func:`ndcg_spark.scoring.score.rows_per_k`."""
-
-    dcg: Column
-    idcg: Column
-    n_unjudged_in_top_k: Column
-    ndcg_unjudged_low: Column
-    ndcg_unjudged_high: Column
-
-
-#: the fields of :class:`KMetrics`, in the per-request table's order
-METRIC_FIELDS = KMetrics._fields
-
-
 def metric_column(slot: int, field: str) -> str:
     """The column holding ``field`` of the contract's ``slot``-th K (0-based) before the rows per K."""
     return f"_m{slot}_{field}"
@@ -56,30 +49,44 @@ def metric_column(slot: int, field: str) -> str:
 
 def metrics_columns(
     contract: Contract,
-    per_k: list[tuple[int, Column, Column, Column]],
-    bounds: list[tuple[Column, Column, Column, Column]] | None = None,
+    ranked: RankedList,
+    unjudged: Callable[[int], Column] | None,
+    what_ifs: tuple[RankedList, RankedList] | None = None,
 ) -> list[Column]:
-    """The metrics of every K, one column per K and field (:data:`METRIC_FIELDS`,
-    :func:`metric_column`), from one ``(k, dcg, idcg, unjudged in the top k)`` per K; the unjudged
-    count is null under ``unjudged: zero``, which does not count them. ``bounds``, one ``(dcg,
-    idcg)`` pair of the low and one of the high bound per K
-    (:func:`ndcg_spark.metrics.dcg.unjudged_bound_ideal`), give ``ndcg_unjudged_low`` / ``_high``
-    (null without them). Plain columns, not an array of structs: a reader that selects some of
-    them (``agg(avg("ndcg"))``) leaves the others, and what only they need, uncomputed."""
-    if bounds is None:
-        bounds = [None] * len(per_k)
+    """The fields of every K (:func:`~ndcg_spark.config.per_request.per_k_fields`), one column per K
+    and field (:func:`metric_column`), from a request's ``ranked`` list: the components of the
+    contract's metrics, the unjudged in the top k (``unjudged(k)``; null under ``unjudged: zero``,
+    which does not count them) and each metric's two what-ifs, its value over the ``what_ifs`` lists
+    (every unjudged candidate judged at the scale's lowest / highest grade; null without them). A
+    what-if's own empty ideal is null, or 0 under ``empty_ideal: zero`` (as the metric is). Plain
+    columns, not an array of structs: a reader that selects some of them (``agg(avg("ndcg"))``)
+    leaves the others, and what only they need, uncomputed."""
+    names = contract.metric_names
+    components = component_names(names)
     out = []
-    for slot, ((_, shown, ideal, unjudged), bound) in enumerate(zip(per_k, bounds)):
-        low, high = _bound_fields(contract, bound)
-        metrics = KMetrics(
-            dcg=shown,
-            idcg=ideal,
-            n_unjudged_in_top_k=(F.lit(None) if contract.unjudged == "zero" else unjudged).cast("int"),
-            ndcg_unjudged_low=low,
-            ndcg_unjudged_high=high,
-        )
-        out += [value.alias(metric_column(slot, name)) for name, value in metrics._asdict().items()]
+    for slot, k in enumerate(contract.k):
+        fields = {name: COMPONENTS[name].compute(ranked, k) for name in components}
+        counted = contract.unjudged.counts and unjudged is not None
+        fields["n_unjudged_in_top_k"] = (unjudged(k) if counted else F.lit(None)).cast("int")
+        for metric in contract.metrics:
+            for name, lst in zip(metric.what_ifs, what_ifs or (None, None)):
+                fields[name] = F.lit(None).cast("double") if lst is None else scored(contract, metric, lst, k)
+        out += [fields[name].alias(metric_column(slot, name)) for name in per_k_fields(names)]
     return out
+
+
+def value_of(metric: Metric, ranked: RankedList, k: int) -> Column:
+    """``metric`` of the list ``ranked`` at ``k`` from its components; null without an ideal."""
+    def c(name: str) -> Column:
+        return COMPONENTS[name].compute(ranked, k)
+
+    return F.when(metric.has_ideal(c), metric.value(c, k))
+
+
+def scored(contract: Contract, metric: Metric, ranked: RankedList, k: int) -> Column:
+    """``metric`` of ``ranked`` at ``k``, its own empty ideal scored as the contract's ``empty_ideal``
+    says (null when it sets requests aside, else 0): a what-if's value."""
+    return value_of(metric, ranked, k).otherwise(contract.empty_ideal.column())
 
 
 def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:
@@ -91,17 +98,6 @@ def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:
 def by_doc_id_descending(contract: Contract) -> bool:
     """Whether score ties go to the larger doc id first (``ties: doc_id_desc`` under score order)."""
     return contract.order == "score" and contract.ties == "doc_id_desc"
-
-
-def _bound_fields(contract: Contract, bound: tuple[Column, Column, Column, Column] | None) -> tuple[Column, Column]:
-    """``ndcg_unjudged_low`` and ``_high``: DCG / IDCG of each bound; an empty bound ideal
-    (IDCG <= 0) is null, or 0 under ``empty_ideal: zero`` (as the NDCG is)."""
-    if bound is None:
-        return F.lit(None).cast("double"), F.lit(None).cast("double")
-    on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
-    low_dcg, low_idcg, high_dcg, high_idcg = bound
-    return (F.when(low_idcg > 0, low_dcg / low_idcg).otherwise(on_empty),
-            F.when(high_idcg > 0, high_dcg / high_idcg).otherwise(on_empty))
 
 
 def keys_as_strings(scored: DataFrame) -> DataFrame:

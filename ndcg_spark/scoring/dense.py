@@ -37,8 +37,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe, persist_coalesced, whole_number_in
-from ndcg_spark.metrics.dcg import dcg, unjudged_bound_ideal
+from ndcg_spark.metrics.dcg import unjudged_bound_ideal
 from ndcg_spark.metrics.gain import gain
+from ndcg_spark.metrics.ranked_list import RankedList
 from ndcg_spark.scoring.columns import REQUEST_KEYS, keys_as_strings, keys_frame, metrics_columns
 
 #: Most distinct gain values the ideal is counted over (one count column per value).
@@ -58,7 +59,7 @@ def applies(contract: Contract) -> bool:
     """Whether the contract's choices allow the dense plan (the data decides the rest)."""
     return (
         contract.order == "position"
-        and contract.unjudged in ("zero", "separate")
+        and not contract.unjudged.condenses
         and contract.ideal_from == "candidates"
         and contract.max_k <= MAX_K
     )
@@ -189,11 +190,18 @@ def aggregate_dense(rows: DataFrame, contract: Contract, keys: tuple[str, ...], 
 
 def dense_sums(contract: Contract, levels: list[float]) -> list[Column]:
     """The per-request aggregates of :func:`aggregate_dense` (over rows with ``position``,
-    ``grade``, ``gain`` and ``judged``), each named, for :func:`from_dense_sums`."""
+    ``grade``, ``gain``, ``judged`` and, when a declared metric reads it, ``relevant``), each named,
+    for :func:`from_dense_sums`."""
     pos, gain_ = F.col("position"), F.col("gain")
     unjudged = ~F.col("judged")
     off_level = gain_.isNotNull() & (gain_ != F.lit(0.0)) & ~gain_.isin(*[F.lit(v) for v in levels])
+    relevance = [
+        # which of positions 0 .. max K hold a relevant candidate (one bit each), and how many are relevant
+        F.bit_or(F.when(F.col("relevant"), _shifted_left(F.lit(1), _slot(contract)))).alias("_relevant"),
+        F.count(F.when(F.col("relevant"), 1)).alias("n_relevant"),
+    ] if contract.reads_relevance else []
     return [
+        *relevance,
         *_density(contract),
         F.count(F.when(off_level, 1)).alias("_n_off_level"),
         F.count("grade").alias("n_judged"),
@@ -216,9 +224,15 @@ def from_dense_sums(grouped: DataFrame, contract: Contract, keys: tuple[str, ...
     runs = [F.array_repeat(F.lit(v), F.least(F.col(f"_c{i}"), F.lit(m)).cast("int")) for i, v in enumerate(levels)]
     ideal = F.slice(F.concat(*runs), 1, m) if runs else F.array().cast("array<double>")
     served = (dense0 | dense1) & (F.col("_n_off_level") == 0)
+    relevance = []
+    if contract.reads_relevance:
+        mask = F.coalesce(F.col("_relevant"), F.lit(0).cast("long"))
+        bits = [F.shiftright(mask, p).bitwiseAND(F.lit(1)) == F.lit(1) for p in range(m + 1)]
+        relevance = [F.when(dense0, F.array(*bits[:m])).otherwise(F.array(*bits[1:])).alias("shown_relevant"),
+                     "n_relevant"]
     return grouped.select(
         *keys, served.alias("_served"), "n_candidates", "n_judged", "n_positive", shown.alias("shown"),
-        ideal.alias("ideal"),
+        ideal.alias("ideal"), *relevance,
         *[F.when(dense0, F.col(f"_u{k}_0")).otherwise(F.col(f"_u{k}_1")).alias(f"unjudged_{k}") for k in contract.k],
     )
 
@@ -257,17 +271,34 @@ def score_served(summed: DataFrame, contract: Contract, literal: dict[str, Colum
     """The requests of ``summed`` (:func:`aggregate_dense`) that the plan serves, scored in the shape
     of :func:`ndcg_spark.scoring.collecting.score_collected_lists`; ``literal``: the key columns
     put back (see :func:`score_dense_requests`)."""
-    shown, ideal = F.col("shown"), F.col("ideal")
-    per_k = [(k, dcg(shown, k), dcg(ideal, k), F.col(f"unjudged_{k}")) for k in contract.k]
     served = summed.filter(F.col("_served")).select("*", *_bound_lists(contract))
     scored = served.select(
         *[literal[c].alias(c) if c in literal else F.col(c) for c in REQUEST_KEYS],
         "n_candidates",
         "n_judged",
         "n_positive",
-        *metrics_columns(contract, per_k, _bounds(contract)),
+        *metrics_columns(contract, _ranked(contract, ""), lambda k: F.col(f"unjudged_{k}"), _what_ifs(contract)),
     )
     return keys_as_strings(scored)
+
+
+def _ranked(contract: Contract, side: str) -> RankedList:
+    """A request's list as the plan holds it: the gains shown position by position (``shown``, or a
+    what-if's ``_shown_<side>``), their relevance and the ideal (:class:`RankedList`)."""
+    arrays = {"gain": F.col(f"_shown_{side}" if side else "shown")}
+    relevant = None
+    if contract.reads_relevance:
+        arrays["relevant"] = F.col(f"_relevant_{side}" if side else "shown_relevant")
+        relevant = F.col(f"_n_relevant_{side}" if side else "n_relevant")
+    return RankedList(arrays["gain"], ideal=F.col(f"_ideal_{side}" if side else "ideal"), n_relevant=relevant,
+                      arrays=arrays)
+
+
+def _what_ifs(contract: Contract) -> tuple[RankedList, RankedList] | None:
+    """The lists of the two what-ifs (:func:`_bound_lists`), or None without a declared scale."""
+    if contract.unjudged_gains is None:
+        return None
+    return _ranked(contract, "low"), _ranked(contract, "high")
 
 
 def _bound_lists(contract: Contract) -> list[Column]:
@@ -278,17 +309,17 @@ def _bound_lists(contract: Contract) -> list[Column]:
     if contract.unjudged_gains is None:
         return []
     shown, ideal, n = F.col("shown"), F.col("ideal"), F.col("n_candidates")
+    n_unjudged = n - F.col("n_judged")
     lists = []
-    for side, value in zip(("low", "high"), contract.unjudged_gains):
+    for side, value, grade in zip(("low", "high"), contract.unjudged_gains, contract.unjudged_grades):
         judged = F.transform(shown, lambda x, i: F.when(i < n, F.coalesce(x, F.lit(float(value)))))
         lists += [judged.alias(f"_shown_{side}"),
-                  unjudged_bound_ideal(ideal, n - F.col("n_judged"), value, contract.max_k).alias(f"_ideal_{side}")]
+                  unjudged_bound_ideal(ideal, n_unjudged, value, contract.max_k).alias(f"_ideal_{side}")]
+        if contract.reads_relevance:
+            relevant = grade >= contract.relevant_grade  # what every unjudged candidate is judged at
+            lists += [
+                F.transform(F.col("shown_relevant"), lambda r, i: F.when(
+                    (i < n) & F.get(shown, i).isNull(), F.lit(relevant)).otherwise(r)).alias(f"_relevant_{side}"),
+                (F.col("n_relevant") + (n_unjudged if relevant else F.lit(0))).alias(f"_n_relevant_{side}"),
+            ]
     return lists
-
-
-def _bounds(contract: Contract) -> list[tuple[Column, Column, Column, Column]] | None:
-    """Per K the ``(dcg, idcg)`` of the low and of the high bound over :func:`_bound_lists`."""
-    if contract.unjudged_gains is None:
-        return None
-    return [tuple(dcg(F.col(f"_{what}_{side}"), k) for side in ("low", "high") for what in ("shown", "ideal"))
-            for k in contract.k]

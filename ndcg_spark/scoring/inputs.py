@@ -81,12 +81,14 @@ def prepare_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
 def ideal_of_judgments(judgments: DataFrame, contract: Contract) -> DataFrame:
     """``request_id, ideal``: the gains of every judged document of each request, retrieved or not,
     largest first (the ideal under ``ideal_from: judgments``, and of a request a ranker returned
-    nothing for)."""
+    nothing for); with a binary metric declared also ``n_relevant``, how many of them are relevant."""
+    grade = F.col("grade")
+    relevant = [F.count(F.when(contract.relevant(grade), 1)).alias("n_relevant")] if contract.reads_relevance else []
     return (
         prepare_judgments(judgments, contract)
-        .filter(F.col("grade").isNotNull())
+        .filter(grade.isNotNull())
         .groupBy("request_id")
-        .agg(F.sort_array(F.collect_list(contract.gain.column(F.col("grade"))), asc=False).alias("ideal"))
+        .agg(F.sort_array(F.collect_list(contract.gain.column(grade)), asc=False).alias("ideal"), *relevant)
     )
 
 

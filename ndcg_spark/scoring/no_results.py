@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
-from ndcg_spark.metrics.dcg import dcg
+from ndcg_spark.metrics.ranked_list import RankedList
 from ndcg_spark.scoring.columns import REQUEST_KEYS, metrics_columns
 from ndcg_spark.scoring.inputs import ideal_of_judgments, request_keys
 
@@ -90,10 +90,11 @@ def with_no_results(
         missing = missing.join(ideal_of_judgments(judgments, contract), "request_id", "left")
     ideal = F.col("ideal") if judgments is not None else F.array().cast("array<double>")
     ideal = F.coalesce(ideal, F.array().cast("array<double>"))
-    zero = F.lit(0.0)
-    per_k = [(k, zero, dcg(ideal, k), F.lit(0)) for k in contract.k]
+    relevant = F.col("n_relevant") if judgments is not None and contract.reads_relevance else F.lit(0)
+    nothing = RankedList.nothing(ideal, relevant)
     rows = missing.select(
-        *REQUEST_KEYS, *_counts(), *metrics_columns(contract, per_k), F.lit(True).alias("no_results"),
+        *REQUEST_KEYS, *_counts(), *metrics_columns(contract, nothing, lambda k: F.lit(0)),
+        F.lit(True).alias("no_results"),
     )
     return scored.withColumn("no_results", F.lit(False)).unionByName(rows)
 

@@ -10,6 +10,9 @@ expressions; candidates of different requests are never ranked together.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -21,10 +24,12 @@ from ndcg_spark.scoring import dense
 from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.scoring.attributes import attach_attributes
 from ndcg_spark.scoring.collecting import score_by_collecting
-from ndcg_spark.scoring.columns import INTEGRAL_TYPES, METRIC_FIELDS, PER_REQUEST_COLUMNS, metric_column
+from ndcg_spark.config.per_request import per_request_columns
+from ndcg_spark.scoring.columns import INTEGRAL_TYPES, metric_column, per_k_fields
 from ndcg_spark.scoring.inputs import literal_keys, prepare_candidates, request_keys
 from ndcg_spark.scoring.large import LARGE_REQUEST, find_large_requests
 from ndcg_spark.scoring.no_results import with_no_results
+from ndcg_spark.validation.accounting import quarantined_lists
 from ndcg_spark.validation.shell_check import shell_check
 
 
@@ -88,7 +93,9 @@ def score_requests(
         it stays cached for the session, one per call (``spark.catalog.clearCache()`` releases
         them all; a result read after that is computed again from its inputs).
     set_aside : ``request_id``, ``system``, ``pool_version`` of lists the input check quarantined
-        (``ValidatedInputs.set_aside``): not counted as returning nothing.
+        (``ValidatedInputs.set_aside``): not counted as returning nothing. When None and
+        ``candidates`` is the frame :func:`~ndcg_spark.validation.validate.validate_inputs` returned,
+        the lists it quarantined (:func:`~ndcg_spark.validation.accounting.quarantined_lists`).
 
     Returns
     -------
@@ -117,6 +124,8 @@ def score_requests(
     """
     contract = (contract or Contract()).resolve(candidates.columns)
     attributes = attributes or Attributes()
+    if set_aside is None:  # the validated frame of candidates knows the lists its check quarantined
+        set_aside = quarantined_lists(candidates)
     # the calls' own jobs (the check, the dense aggregation) on few partitions when the input is small
     with shuffles_sized_to(candidates, judgments, attributes.table):
         if validate:
@@ -157,12 +166,14 @@ def scoring_rows(
 ) -> DataFrame:
     """The rows the plans score: one per candidate (:func:`prepare_candidates`, grouped on the
     request id's own integers when ``integer_ids``: :func:`groups_on_integer_ids`) with its
-    ``gain`` under the contract and whether it is ``judged``."""
+    ``gain`` under the contract, whether it is ``judged`` and, when a declared metric reads it,
+    whether it is ``relevant`` (:meth:`Contract.relevant`)."""
     rows = prepare_candidates(
         candidates, judgments, contract, system=system, pool_version=pool_version,
         request_id_as_string=not integer_ids,
     )
-    return rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
+    rows = rows.withColumn("gain", gain(F.col("grade"), contract.gain)).withColumn("judged", F.col("grade").isNotNull())
+    return rows.withColumn("relevant", contract.relevant(F.col("grade"))) if contract.reads_relevance else rows
 
 
 def per_request_table(
@@ -172,11 +183,11 @@ def per_request_table(
     attributes joined once per request, before the rows multiply by K (:func:`rows_per_k`), the
     empty-ideal policy applied (``error`` fails here), stamped with the run id and the contract."""
     per_request = rows_per_k(attach_attributes(per_request, candidates, attributes, contract), contract)
-    if contract.empty_ideal == "error":
+    if contract.empty_ideal.fails:
         _fail_on_empty_ideal(per_request)
     return per_request.select(
         F.lit(run_id).cast("string").alias("run_id"),
-        *[c for c in PER_REQUEST_COLUMNS if c != "run_id"],
+        *[c for c in per_request_columns(contract.metric_names) if c != "run_id"],
         *attributes.slices,
         F.lit(contract.fingerprint).alias("contract_fingerprint"),
     )
@@ -222,33 +233,46 @@ def groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, co
 
 
 def rows_per_k(per_request: DataFrame, contract: Contract) -> DataFrame:
-    """One row per request x K from the plans' metrics columns (one per K and field,
-    :func:`~ndcg_spark.scoring.columns.metrics_columns`), with the NDCG and the empty-ideal flag
-    (IDCG <= 0) under the contract's policy: ``exclude`` (and ``error``, which fails the run before
-    anything is written) leave the NDCG null, ``zero`` scores 0. Each field is its K's column picked
-    by the row's slot, so a field nobody reads is never computed."""
+    """One row per request x K from the plans' fields (one column per K and field,
+    :func:`~ndcg_spark.scoring.columns.metrics_columns`), with every metric's value under the
+    contract's policies and the empty-ideal flag: a request is flagged ``empty_ideal`` when it has no
+    ideal for some declared metric (:meth:`~ndcg_spark.measures.base.Metric.has_ideal`), and then set
+    aside from every metric when the ``empty_ideal`` policy sets requests aside (``exclude``, and
+    ``error``, which fails the run before anything is written) -- so every metric of a night is
+    averaged over the same requests -- while ``zero`` scores 0 each metric whose own ideal is
+    missing. A request returned nothing for (``no_results``) is set aside under ``no_results:
+    exclude`` whatever its ideal (as trec_eval without -c leaves the query out), and under ``zero``
+    scores 0 where its ideal is not empty. Each field is its K's column picked by the row's slot, so a
+    field nobody reads is never computed."""
+    names = contract.metric_names
     slots = range(len(contract.k))
-    flat = {metric_column(i, name) for i in slots for name in METRIC_FIELDS}
+    per_k = per_k_fields(names)
+    flat = {metric_column(i, name) for i in slots for name in per_k}
     slot = F.col("_k_slot") + F.lit(1)
     fields = [F.element_at(F.array(*[F.col(metric_column(i, name)) for i in slots]), slot).alias(name)
-              for name in METRIC_FIELDS]
+              for name in per_k]
     # outer: ``k`` nullable, as the written table's column has always been
-    per_k = F.posexplode_outer(F.array(*[F.lit(k) for k in contract.k])).alias("_k_slot", "k")
-    scored = per_request.select("*", per_k)
+    exploded = F.posexplode_outer(F.array(*[F.lit(k) for k in contract.k])).alias("_k_slot", "k")
+    scored = per_request.select("*", exploded)
     scored = scored.select(*[c for c in per_request.columns if c not in flat], "k", *fields)
-    empty, no_results = F.col("idcg") <= 0, F.col("no_results")
-    on_empty = F.lit(0.0) if contract.empty_ideal == "zero" else F.lit(None).cast("double")
-    # a request returned nothing for is set aside under `exclude` whatever its ideal (as trec_eval
-    # without -c leaves the query out); under `zero` its empty ideal, if any, is the empty-ideal policy's
-    set_aside = no_results if contract.no_results == "exclude" else F.lit(False)
-    ndcg = (F.when(set_aside, F.lit(None).cast("double")).when(empty, on_empty).when(no_results, F.lit(0.0))
-            .otherwise(F.col("dcg") / F.col("idcg")))
-    scored = scored.withColumn("empty_ideal", empty).withColumn("ndcg", ndcg)
-    if contract.unjudged_gains is None:
+    c, k, no_results = F.col, F.col("k"), F.col("no_results")
+    own_empty = {m.name: ~m.has_ideal(c) for m in contract.metrics}
+    empty = functools.reduce(operator.or_, own_empty.values())
+    set_aside = no_results if contract.no_results.sets_aside else F.lit(False)
+    values = {}
+    for m in contract.metrics:
+        value = F.when(set_aside, F.lit(None).cast("double"))
+        if contract.empty_ideal.sets_aside:
+            value = value.when(empty, F.lit(None).cast("double"))
+        values[m.name] = (value.when(own_empty[m.name], contract.empty_ideal.column())
+                          .when(no_results, F.lit(contract.no_results.value).cast("double"))
+                          .otherwise(m.value(c, k)))
+    scored = scored.withColumn("empty_ideal", empty).withColumns(values)
+    if contract.unjudged_gains is None:  # no scale declared: no what-if
         return scored
-    # a request without candidates has none to judge: each what-if is its NDCG
-    return scored.withColumns({b: F.when(no_results, F.col("ndcg")).otherwise(F.col(b))
-                               for b in ("ndcg_unjudged_low", "ndcg_unjudged_high")})
+    # a request without candidates has none to judge: each what-if is its metric's value
+    return scored.withColumns({w: F.when(no_results, F.col(m.name)).otherwise(F.col(w))
+                               for m in contract.metrics for w in m.what_ifs})
 
 
 def _fail_on_empty_ideal(per_request: DataFrame) -> None:

@@ -1,6 +1,6 @@
 """Night over night: each run's aggregate rows beside the previous comparable run's.
 
-A *series* is one system's NDCG at one K in one slice (:data:`~ndcg_spark.trend.columns.SERIES_KEYS`),
+A *series* is one system's metric at one K in one slice (:data:`~ndcg_spark.trend.columns.SERIES_KEYS`),
 run after run in run-id order (the default run id is the UTC date, so run-id order is night order).
 Two consecutive runs of a series are **comparable** only when they were scored under the same
 contract fingerprint over the same pool version; where either changes the series is *broken*,
@@ -25,15 +25,17 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from ndcg_spark.aggregation.columns import AGGREGATE_LEGACY
 from ndcg_spark.config.trend_spec import LABEL_AND, LABEL_WITH, SHIFTS, TREND_FLAGS, TrendSpec
-from ndcg_spark.trend.columns import MEANS_AND_DENOMINATORS, SERIES_KEYS, TREND_COLUMNS
+from ndcg_spark.legacy import as_current, with_legacy_columns
+from ndcg_spark.trend.columns import MEANS_AND_DENOMINATORS, SERIES_KEYS, TREND_COLUMNS, TREND_LEGACY
 
 __all__ = ["contract_changes", "trend"]
 
 #: the aggregate columns a trend carries over, as they are
 _CARRIED = (*MEANS_AND_DENOMINATORS, "unjudged_share", "below_min_eligible")
 #: what the previous night contributes to a row: its fingerprint, means, intervals and empty-ideal share
-_PREVIOUS = ("contract_fingerprint", "macro_ndcg", "macro_ci_low", "macro_ci_high", "weighted_ndcg",
+_PREVIOUS = ("contract_fingerprint", "macro", "macro_ci_low", "macro_ci_high", "weighted",
              "weighted_ci_low", "weighted_ci_high", *[f.share for f in SHIFTS])
 _CHANGES_SCHEMA = "from_fingerprint string, to_fingerprint string, changed_fields string"
 
@@ -46,6 +48,7 @@ def trend(aggregates: DataFrame, spec: TrendSpec = TrendSpec(), run_metadata: Da
     aggregates : DataFrame
         Aggregate-table rows (:data:`~ndcg_spark.aggregation.columns.AGGREGATE_COLUMNS`) of the runs
         to compare: pass only published runs (``read_published``); every row passed is a night.
+        A night written before the ``metric`` column is read as NDCG's (:func:`~ndcg_spark.legacy.as_current`).
     spec : TrendSpec
         Which runs to return (``last``, ``since``: the earlier runs still serve as the previous
         night of the first one shown) and the empty-ideal shift that flags a night.
@@ -61,7 +64,7 @@ def trend(aggregates: DataFrame, spec: TrendSpec = TrendSpec(), run_metadata: Da
     Examples
     --------
     >>> cols = ("run_id", "system", "pool_version", "k", "slice_dimension", "slice_value", "contract_fingerprint",
-    ...         "macro_ndcg", "macro_ci_low", "macro_ci_high", "n_empty_ideal", "n_requests")
+    ...         "macro", "macro_ci_low", "macro_ci_high", "n_empty_ideal", "n_requests")
     >>> night = lambda run, fp, mean, lo, hi, empty: (run, "bm25", "p1", 10, "overall", "all", fp, mean, lo, hi, empty, 100)
     >>> aggs = spark.createDataFrame([night("2026-11-27", "a", 0.60, 0.58, 0.62, 10),
     ...     night("2026-11-28", "a", 0.52, 0.50, 0.54, 18), night("2026-11-29", "b", 0.55, 0.53, 0.57, 18)], cols)
@@ -73,7 +76,7 @@ def trend(aggregates: DataFrame, spec: TrendSpec = TrendSpec(), run_metadata: Da
     """
     rows = _with_previous_rows(_trend_inputs(aggregates))
     rows = _compared(rows, _contract_changes_frame(aggregates, run_metadata), spec)
-    rows = _window(rows, spec)
+    rows = with_legacy_columns(_window(rows, spec), TREND_LEGACY, [])
     order = [*SERIES_KEYS[:1], "pool_version", *SERIES_KEYS[1:], "run_id"]
     return rows.select(*TREND_COLUMNS).orderBy(*[F.asc_nulls_first(c) for c in order])
 
@@ -90,8 +93,9 @@ def contract_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> lis
 def _trend_inputs(aggregates: DataFrame) -> DataFrame:
     """The aggregate columns a trend reads (missing optional ones as nulls) and the share of each
     shift flag (:data:`~ndcg_spark.config.trend_spec.SHIFTS`: its count over all requests)."""
+    aggregates = as_current(aggregates, AGGREGATE_LEGACY)
     present = set(aggregates.columns)
-    typed = {"macro_ci_low": "double", "macro_ci_high": "double", "weighted_ndcg": "double",
+    typed = {"macro_ci_low": "double", "macro_ci_high": "double", "weighted": "double",
              "weighted_ci_low": "double", "weighted_ci_high": "double", "n_eligible": "bigint", "n_no_results": "bigint",
              "unjudged_share": "double", "below_min_eligible": "boolean"}
     carried = [F.col(c) if c in present else F.lit(None).cast(typed.get(c, "double")).alias(c) for c in _CARRIED]
@@ -168,8 +172,8 @@ def _movement(rows: DataFrame, spec: TrendSpec) -> DataFrame:
 
     rows = rows.select(
         "*",
-        delta("macro_ndcg").alias("delta_macro"),
-        delta("weighted_ndcg").alias("delta_weighted"),
+        delta("macro").alias("delta_macro"),
+        delta("weighted").alias("delta_weighted"),
         *[delta(f.share).alias(f.change) for f in SHIFTS],
         moved("macro").alias("moved_macro"),
         moved("weighted").alias("moved_weighted"),

@@ -11,6 +11,7 @@ rows read = rows scored + rows quarantined: candidates 10 = 8 + 2 (doc_repeated 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
@@ -166,5 +167,41 @@ class ValidatedInputs:
             df.unpersist()
         self._cached = ()
 
+    def remember(self) -> ValidatedInputs:
+        """Note the candidate lists this check quarantined against the frame of candidates it returns
+        (:func:`quarantined_lists`), so that ``score_requests(v.candidates, v.judgments, v.contract)``
+        in the shell counts them in the quarantine, not as requests a ranker returned nothing for."""
+        if self.quarantine is not None:
+            try:
+                _QUARANTINED[self.candidates] = self.set_aside
+            except TypeError:  # a frame that takes no weak reference: pass set_aside= explicitly
+                pass
+        return self
 
-__all__ = ["InputAccounting", "RowAccounting", "RuleCounts", "ValidatedInputs", "rows_read"]
+
+#: frames of candidates :func:`~ndcg_spark.validation.validate.validate_inputs` returned -> the request
+#: keys of the lists it quarantined; an entry goes with its frame
+_QUARANTINED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def quarantined_lists(candidates: DataFrame) -> DataFrame | None:
+    """The request keys (``request_id``, ``system``, ``pool_version``) of the candidate lists that
+    :func:`~ndcg_spark.validation.validate.validate_inputs` quarantined when it returned ``candidates``
+    (this very frame: one derived from it is another frame), or None. The quarantine is whole lists,
+    so a list set aside there was answered -- its request is no request the ranker returned nothing for.
+
+    >>> from ndcg_spark import ValidationSpec, validate_inputs
+    >>> cands = spark.createDataFrame([("q1", "a", 1, 1.0), ("q1", "a", 2, 0.0), ("q2", "b", 1, 2.0)],
+    ...                               "request_id string, doc_id string, position int, grade double")
+    >>> v = validate_inputs(cands, spec=ValidationSpec.from_dict({"rules": {"doc_repeated": "quarantine"},
+    ...                                                          "max_quarantined_share": 1.0}))
+    >>> [r.request_id for r in quarantined_lists(v.candidates).collect()], quarantined_lists(cands)
+    (['q1'], None)
+    """
+    try:
+        return _QUARANTINED.get(candidates)
+    except TypeError:
+        return None
+
+
+__all__ = ["InputAccounting", "RowAccounting", "RuleCounts", "ValidatedInputs", "quarantined_lists", "rows_read"]

@@ -13,24 +13,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
+from ndcg_spark.config.schemas import QUARANTINE
 from ndcg_spark.validation.flags import rule_name
 from ndcg_spark.validation.inputs import FlaggedInputs
 
-#: Columns of the quarantine table (``outputs.quarantine``), partitioned by ``run_id``.
-QUARANTINE_COLUMNS = (
-    "run_id",
-    "input",
-    "rule",
-    "row_rules",
-    "system",
-    "pool_version",
-    "request_id",
-    "doc_id",
-    "row",
-    "contract_fingerprint",
-)
+#: Columns of the quarantine table (``outputs.quarantine``), partitioned by ``run_id`` (declared in
+#: :data:`ndcg_spark.config.schemas.QUARANTINE`).
+QUARANTINE_COLUMNS = QUARANTINE.names
 
-_SCHEMA = ", ".join(f"{c} string" for c in QUARANTINE_COLUMNS)
+_SCHEMA = QUARANTINE.ddl
 
 
 def empty_quarantine(spark: SparkSession) -> DataFrame:

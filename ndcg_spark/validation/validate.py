@@ -166,7 +166,7 @@ def _as_read(
         attr = rows["attributes"][0]
         attributes = replace(attributes, table=attr.as_read() if attr.parsed else attr.df)
     quarantine = empty_quarantine(candidates.sparkSession) if spec.quarantines else None
-    return ValidatedInputs(out_candidates, out_judgments, attributes, quarantine, accounting, contract)
+    return ValidatedInputs(out_candidates, out_judgments, attributes, quarantine, accounting, contract).remember()
 
 
 def _passed(flagged: FlaggedInputs, name: str, merge: bool, columns: list[str] | None = None) -> DataFrame:
@@ -206,7 +206,7 @@ def _quarantined(
         attributes = replace(attributes, table=_passed(flagged, "attributes", False))
     quarantine = quarantine_rows(flagged, run_id, contract)
     candidates = _passed(flagged, "candidates", False)
-    return ValidatedInputs(candidates, out_judgments, attributes, quarantine, accounting, contract, cached)
+    return ValidatedInputs(candidates, out_judgments, attributes, quarantine, accounting, contract, cached).remember()
 
 
 __all__ = ["SHELL_CHECK", "validate_inputs"]
