@@ -183,7 +183,8 @@ class Contract:
 
         >>> Contract.from_dict({"preset": "trec_eval", "k": [10]}) == Contract(
         ...     k=[10], gain="linear", order="score", ties="doc_id_desc", ideal_from="judgments", empty_ideal="zero",
-        ...     negative_grades="zero")
+        ...     negative_grades="zero", metrics=["ndcg", "recall", "precision", "average_precision", "hit_rate",
+        ...                                      {"reciprocal_rank": {"cutoff": "deepest"}}])
         True
         """
         if data is None:
