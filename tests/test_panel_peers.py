@@ -62,3 +62,77 @@ def test_precision_at_reproduces_spark_14886(spark):
         assert abs(mean.macro - published) <= SUITE_TOL, (k, mean.macro, published)
         assert (mean.n_requests, mean.n_no_results, mean.n_eligible) == (2, 1, 2), k
         assert rows[("1", k)].precision == 0.0 and rows[("1", k)].no_results, k
+
+
+# --------------------------------------------------------------------------- RankingEvaluator, random rows
+def test_ranking_evaluator_preset_matches_every_ranking_evaluator_metric(spark):
+    """The preset's whole panel against Spark's ``RankingEvaluator`` (``ndcgAtK``, ``precisionAtK``,
+    ``recallAtK``, ``meanAveragePrecisionAtK``) on the random rows of tests/test_recall_peers.py
+    (empty label sets, empty predictions, both), to 1e-12."""
+    from pyspark.ml.evaluation import RankingEvaluator
+    from test_recall_peers import RE_KS, TOL, _random_ranking_rows
+
+    data = _random_ranking_rows()
+    cands = [(q, str(d), p + 1) for q, prediction, _ in data for p, d in enumerate(prediction)]
+    judged = [(q, str(d), float(g)) for q, _, grades in data for d, g in grades.items()]
+    contract = Contract.from_dict({"preset": "ranking_evaluator", "k": RE_KS})  # its panel, declared by the preset
+    _, means = _score(spark.createDataFrame(cands, "request_id string, doc_id string, position int"),
+                      spark.createDataFrame(judged, "request_id string, doc_id string, grade double"), contract)
+    frame = spark.createDataFrame(
+        [([float(d) for d in prediction], [float(d) for d, g in grades.items() if g >= 1])
+         for _, prediction, grades in data],
+        "prediction array<double>, label array<double>").cache()
+    names = {"ndcg": "ndcgAtK", "precision": "precisionAtK", "recall": "recallAtK",
+             "average_precision": "meanAveragePrecisionAtK"}
+    assert {m for m, _ in means} == set(names)  # the preset's panel, and only it
+    for metric, spark_name in names.items():
+        for k in RE_KS:
+            reference = RankingEvaluator(metricName=spark_name, k=k).evaluate(frame)
+            assert abs(means[(metric, k)].macro - reference) <= TOL, (spark_name, k, means[(metric, k)].macro, reference)
+            assert means[(metric, k)].n_eligible == len(data), (metric, k)
+    frame.unpersist()
+
+
+# --------------------------------------------------------------------------- pytrec_eval, random TREC files
+PT_KS = [1, 3, 5, 10, 20, 1000]
+
+
+def test_trec_eval_preset_matches_pytrec_eval_panel_per_query(spark, tmp_path):
+    """``P_K``, ``map_cut_K``, ``success_K`` and ``recip_rank`` of pytrec_eval (trec_eval's C code) on the
+    random TREC files of tests/test_reference_tools.py, per query, to 1e-12: the preset's panel
+    (recip_rank: within the largest K, 1000, past every list)."""
+    pytrec_eval = __import__("pytest").importorskip("pytrec_eval")
+    from collections import defaultdict
+
+    from test_recall_peers import TOL
+    from test_reference_tools import _write, generate
+
+    from ndcg_spark import read_trec_qrels, read_trec_run, score_requests
+
+    run, qrels = generate()
+    run_path, qrels_path = _write(tmp_path, run, qrels)
+    contract = Contract.from_dict({"preset": "trec_eval", "k": PT_KS})
+    rows = {(r.request_id, r.k): r for r in score_requests(read_trec_run(spark, run_path),
+                                                            read_trec_qrels(spark, qrels_path), contract).collect()}
+    q_rels, q_run = defaultdict(dict), defaultdict(dict)
+    for q, d, rel in qrels:
+        q_rels[q][d] = rel
+    for q, d, _, s in run:
+        q_run[q][d] = s
+    cut = ",".join(map(str, PT_KS))
+    measures = {f"P.{cut}", f"map_cut.{cut}", f"success.{cut}", "recip_rank"}
+    reference = pytrec_eval.RelevanceEvaluator(dict(q_rels), measures).evaluate(dict(q_run))
+    assert max(len(docs) for docs in q_run.values()) < PT_KS[-1]
+    compared = 0
+    for q, values in reference.items():
+        for k in PT_KS:
+            row = rows[(q, k)]
+            for ours, theirs in (("precision", f"P_{k}"), ("average_precision", f"map_cut_{k}"),
+                                 ("hit_rate", f"success_{k}")):
+                assert abs(getattr(row, ours) - values[theirs]) <= TOL, (q, theirs, getattr(row, ours), values[theirs])
+                compared += 1
+        assert abs(rows[(q, PT_KS[-1])].reciprocal_rank - values["recip_rank"]) <= TOL, q
+        compared += 1
+    assert compared >= 1000
+    # the data tells the conventions apart: some first relevant documents below rank 1, some AP < 1
+    assert sum(1 for v in reference.values() if 0 < v["recip_rank"] < 1) >= 20
