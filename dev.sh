@@ -114,6 +114,8 @@ case "$cmd" in
         echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
         exit 1
       fi
+      # the jars into the Ivy cache once, before two workers would resolve them into it together
+      ".venv-formats-$version/bin/python" tests/lakehouse.py --resolve || { failed="$failed $version"; continue; }
       # test by test to whichever worker is free (two files, one far longer than the other); every
       # version runs, and the lane fails after them if one did
       NDCG_TEST_FORMATS=1 ".venv-formats-$version/bin/python" -m pytest -n "${NDCG_TEST_WORKERS:-2}" --dist worksteal \

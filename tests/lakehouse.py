@@ -95,6 +95,9 @@ def settings(warehouse: Path, combo: Combination | None = None) -> dict[str, str
         f"{prefix}.uri": f"jdbc:sqlite:{warehouse / 'iceberg_catalog.db'}",
         f"{prefix}.jdbc.schema-version": "V1",
         f"{prefix}.warehouse": str(warehouse / "iceberg"),
+        # the tests read tables other processes (child drivers) commit to: no cached table state
+        # (Iceberg keeps a table's metadata 30 s by default, and a read saw the night before)
+        f"{prefix}.cache-enabled": "false",
         # Delta rebuilds a table's state on 50 partitions by default: the tests' tables have a few files
         "spark.databricks.delta.snapshotPartitions": "2",
     }
@@ -268,5 +271,38 @@ def stalling_log_store(folder: Path) -> dict[str, str]:
     return {"spark.jars": str(jar), "spark.delta.logStore.file.impl": "ndcgfaults.StallingLogStore"}
 
 
+def resolve() -> None:
+    """Resolve the installed pyspark's jars into :data:`IVY` once, in one process, before the lane's
+    workers start: two sessions resolving into an empty Ivy cache at the same time break each
+    other (a fresh CI machine: every session then failed with JAVA_GATEWAY_EXITED)."""
+    import tempfile
+
+    from pyspark.sql import SparkSession
+
+    import time
+
+    for attempt in (1, 2, 3):  # a download Maven Central refused once is tried again
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                spark = (SparkSession.builder.master("local[1]").appName("ndcg-spark-format-lane-jars")
+                         .config(map=settings(Path(folder))).getOrCreate())
+                try:
+                    spark.range(1).count()
+                finally:
+                    spark.stop()
+            break
+        except Exception as error:  # noqa: BLE001 - the gateway's exit, reported and tried again
+            print(f"lakehouse: resolving the jars failed (attempt {attempt} of 3): {error}")
+            if attempt == 3:
+                raise
+            time.sleep(10 * attempt)
+    print(f"lakehouse: the jars of {combination().pyspark} are in {IVY}")
+
+
 if __name__ == "__main__":  # pragma: no cover - dev.sh's loop
-    print(" ".join(c.pyspark for c in COMBINATIONS))
+    import sys
+
+    if sys.argv[1:] == ["--resolve"]:
+        resolve()
+    else:
+        print(" ".join(c.pyspark for c in COMBINATIONS))
