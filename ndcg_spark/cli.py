@@ -101,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--budget", type=int, help="documents to propose (default: the YAML's judging.budget, else 1000)")
     judge.add_argument("--target", choices=("aggregate", "compare"), help="one system's mean, or the compare: pair's delta")
     judge.add_argument("--k", type=int, help="the target's cutoff (default: judging.k, else the largest K)")
+    show = with_config("show", "print a published night: --per-request lists each request's values as trec_eval -q does")
+    show.add_argument("--per-request", action="store_true", required=True,
+                      help="every request's value of every declared metric and K, then the means (trec_eval's -q layout)")
+    show.add_argument("--system", help="one system (default: every system of the night, one listing each)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
     trend.add_argument("--config", required=True, help="job YAML (see conf/)")
     window = trend.add_mutually_exclusive_group()
@@ -208,6 +212,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (replay or config.run_id or default_run_id())
     if args.command == "judge-next":
         return _judge_next(args, config, run_id, master_from_config, ending)
+    if args.command == "show":
+        return _show(args, config, run_id, master_from_config, ending)
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
     ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
     wait = getattr(args, "wait", None)
@@ -240,6 +246,28 @@ def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: E
     spark = _session(config, "ndcg-spark trend", master_from_config, ending)
     rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
     print(format_trend([r.asDict() for r in rows], list(config.contract.metric_names)))
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace, config, run_id: str, master_from_config: bool, ending: Ending) -> int:
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.errors import InputError
+    from ndcg_spark.job.publish import read_published
+    from ndcg_spark.report.per_query import per_query_listing
+
+    spark = _session(config, f"ndcg-spark show {run_id}", master_from_config, ending)
+    metrics = list(config.contract.metrics)
+    night = read_published(spark, config.per_request, config.run_status(), run_id)
+    if args.system is not None:
+        night = night.filter(F.col("system") == args.system)
+    rows = night.select("system", "request_id", "k", *[m.name for m in metrics]).collect()
+    if not rows:
+        which = f"system {args.system!r} in " if args.system is not None else ""
+        raise InputError(f"show: no published rows of {which}run {run_id} in {config.per_request.describe()}; "
+                         "`ndcg-spark runs --config …` lists the published runs")
+    for system in sorted({r.system for r in rows}):
+        _print(per_query_listing([r.asDict() for r in rows if r.system == system], metrics, system))
     return EXIT_OK
 
 

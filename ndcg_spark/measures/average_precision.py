@@ -39,6 +39,8 @@ class AveragePrecision(Metric):
     components = ("precision_sum", "n_relevant")
     parameters = MappingProxyType({"denominator": ("all_relevant", "capped")})
     binary = True
+    trec_eval = "map_cut_{k}"
+    trec_eval_params = MappingProxyType({"denominator": "all_relevant"})
     tie_average = False
 
     def value(self, c: Components, k: int) -> Column:

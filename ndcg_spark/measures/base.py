@@ -181,6 +181,10 @@ class Metric:
     binary: ClassVar[bool] = False
     #: whether ``ties: average`` (the expected value over every order of each tie) is implemented for it
     tie_average: ClassVar[bool] = True
+    #: trec_eval's name of the measure at ``{k}`` (``ndcg_cut_{k}``) and the parameters under which the
+    #: value is trec_eval's; "" when trec_eval has no such measure (:meth:`listing_name`)
+    trec_eval: ClassVar[str] = ""
+    trec_eval_params: ClassVar[Mapping[str, str]] = MappingProxyType({})
     #: the metric a contract scores when it declares none, and the one the tables held before they had
     #: a ``metric`` column (their columns named after it: :mod:`ndcg_spark.legacy`); one metric is
     legacy: ClassVar[bool] = False
@@ -225,6 +229,20 @@ class Metric:
     def label(self, k: Any = None) -> str:
         """``NDCG@10`` (``NDCG`` without a K)."""
         return self.title if k is None else f"{self.title}@{k}"
+
+    def listing_name(self, k: int) -> str:
+        """The measure's name in a per-query listing: trec_eval's (``P_10``) when the declared
+        parameters are trec_eval's, else the metric's name, its parameters that differ and K
+        (``precision_shown_10``).
+
+        >>> from ndcg_spark.measures import METRICS
+        >>> METRICS["precision"]().listing_name(10), METRICS["precision"](denominator="shown").listing_name(10)
+        ('P_10', 'precision_shown_10')
+        """
+        if self.trec_eval and all(self.params.get(key) == value for key, value in self.trec_eval_params.items()):
+            return self.trec_eval.format(k=k)
+        own = [value for key, value in self.params.items() if value != self.parameters[key][0]]
+        return "_".join([self.name, *own, str(k)])
 
     def to_plain(self) -> str | dict[str, dict[str, str]]:
         """The readable copy stamped in the contract: the name, or ``{name: {parameter: value}}``."""

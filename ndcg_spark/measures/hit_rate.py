@@ -29,6 +29,7 @@ class HitRate(Metric):
     meaning = "1 when `relevant_in_top_k > 0`, else 0 (trec_eval's `success_K`)"
     components = ("relevant_in_top_k", "n_relevant")
     binary = True
+    trec_eval = "success_{k}"
     tie_average = False
 
     def value(self, c: Components, k: int) -> Column:

@@ -30,6 +30,7 @@ class NDCG(Metric):
     title = "NDCG"
     meaning = "`dcg / idcg`: the displayed order's discounted gain over the ideal order's"
     components = ("dcg", "idcg")
+    trec_eval = "ndcg_cut_{k}"
     legacy = True
 
     def value(self, c: Components, k: int) -> Column:

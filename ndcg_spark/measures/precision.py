@@ -38,6 +38,8 @@ class Precision(Metric):
     components = ("relevant_in_top_k", "n_relevant", "n_shown")
     parameters = MappingProxyType({"denominator": ("k", "shown")})
     binary = True
+    trec_eval = "P_{k}"
+    trec_eval_params = MappingProxyType({"denominator": "k"})
 
     def value(self, c: Components, k: int) -> Column:
         from pyspark.sql import functions as F

@@ -39,6 +39,8 @@ class Recall(Metric):
     components = ("relevant_in_top_k", "n_relevant")
     parameters = MappingProxyType({"denominator": ("all_relevant", "capped")})
     binary = True
+    trec_eval = "recall_{k}"
+    trec_eval_params = MappingProxyType({"denominator": "all_relevant"})
 
     def value(self, c: Components, k: int) -> Column:
         from pyspark.sql import functions as F

@@ -39,6 +39,8 @@ class ReciprocalRank(Metric):
     components = ("first_relevant_rank", "n_relevant")
     parameters = MappingProxyType({"cutoff": ("k", "deepest")})
     binary = True
+    trec_eval = "recip_rank"
+    trec_eval_params = MappingProxyType({"cutoff": "deepest"})
     tie_average = False
 
     def value(self, c: Components, k: int) -> Column:
