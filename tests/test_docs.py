@@ -206,8 +206,11 @@ def checkout(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("checkout").resolve()
     shutil.copytree(ROOT / "conf", root / "conf")
     ran: list[Command] = []
+    from ndcg_spark.job import steps
+
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
+        patch.setattr(steps, "PROGRESS_EVERY", 1e9)  # a "running for" line depends on the machine's speed
         for page in RUN_ORDER:
             for block in blocks(page, "console"):
                 for command in commands(block):

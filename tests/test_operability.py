@@ -10,6 +10,7 @@ are in tests/test_connect.py.
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 
 import pytest
@@ -50,6 +51,27 @@ def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
     tags = [set(jobs.apply(i).jobTags().mkString("\n").splitlines()) for i in range(jobs.size())]
     tagged = [t for t in tags if _carries(t, "ndcg-spark:t1:score")]
     assert tagged and all(_carries(t, "ndcg-spark:t1") for t in tagged)
+
+
+def test_a_step_says_when_it_starts_while_it_runs_and_when_it_ends(spark, monkeypatch, caplog):
+    """A step logs its start, a line every PROGRESS_EVERY seconds while it runs (here 0.5 s) naming
+    the Spark stage and its tasks done, and its end: a long step is never silent."""
+    import logging
+    import time
+
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.job import steps
+
+    monkeypatch.setattr(steps, "PROGRESS_EVERY", 0.5)
+    slow = F.udf(lambda x: (time.sleep(0.5), x)[1], "long")
+    with caplog.at_level(logging.INFO, logger="ndcg_spark.job.steps"), steps.step(spark, "t4", "aggregate"):
+        spark.range(0, 8, 1, 2).select(slow("id").alias("x")).collect()
+    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.job.steps"]
+    assert said[0] == "run t4: step aggregate started" and said[-1].startswith("run t4: step aggregate done in ")
+    running = said[1:-1]
+    assert len(running) >= 2 and all(line.startswith("run t4: step aggregate running for ") for line in running)
+    assert any(re.search(r"\(Spark stage \d+: \d of 2 tasks done\)$", line) for line in running), running
 
 
 def test_a_run_is_cancelled_from_another_thread_and_its_heartbeat_runs_apart(spark, tmp_path):

@@ -3,14 +3,16 @@
 Every Spark job a run starts carries two tags (:func:`~ndcg_spark.job.session.step_tags`):
 ``ndcg-spark:<run_id>`` and ``ndcg-spark:<run_id>:<step>``, e.g. ``ndcg-spark:2026-11-29:score``.
 ``spark.interruptTag("ndcg-spark:2026-11-29")`` cancels what the run is doing, from another
-thread or (Spark Connect) another client of the same session. When a step ends, the logger
-``ndcg_spark.job.steps`` says so with its elapsed time (the console script prints these lines
-on stderr, one per step).
+thread or (Spark Connect) another client of the same session. The logger ``ndcg_spark.job.steps``
+says when a step starts, every :data:`PROGRESS_EVERY` seconds while it runs (with the Spark stage
+it is in and its tasks done, where the session has a status tracker), and when it ends, with its
+elapsed time (the console script prints these lines on stderr).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +23,9 @@ from ndcg_spark.job.session import step_tags, tagged
 
 logger = logging.getLogger(__name__)
 
+#: seconds between two "still running" lines of a long step
+PROGRESS_EVERY = 30.0
+
 
 @contextmanager
 def step(spark: SparkSession, run_id: str, name: str, *, level: int = logging.INFO) -> Iterator[None]:
@@ -30,10 +35,40 @@ def step(spark: SparkSession, run_id: str, name: str, *, level: int = logging.IN
     at DEBUG only, so the failure's own paragraph is what a user reads first.
     """
     started = time.perf_counter()
+    logger.log(level, "run %s: step %s started", run_id, name)
+    ended = threading.Event()
+    progress = threading.Thread(target=_still_running, args=(spark, run_id, name, started, ended, level),
+                                name=f"ndcg-spark progress {name}", daemon=True)
+    progress.start()
     try:
         with tagged(spark, *step_tags(run_id, name)):
             yield
     except BaseException:
         logger.debug("run %s: step %s failed after %.1f s", run_id, name, time.perf_counter() - started)
         raise
+    finally:
+        ended.set()
+        progress.join(timeout=5)
     logger.log(level, "run %s: step %s done in %.1f s", run_id, name, time.perf_counter() - started)
+
+
+def _still_running(spark: SparkSession, run_id: str, name: str, started: float, ended: threading.Event,
+                   level: int) -> None:
+    """Every :data:`PROGRESS_EVERY` seconds until ``ended``: one line saying the step still runs."""
+    while not ended.wait(PROGRESS_EVERY):
+        logger.log(level, "run %s: step %s running for %.0f s%s", run_id, name, time.perf_counter() - started,
+                   _spark_progress(spark))
+
+
+def _spark_progress(spark: SparkSession) -> str:
+    """`` (Spark stage 12: 3 of 8 tasks done)`` for the newest active stage; empty where the
+    session has no status tracker (Spark Connect) or no stage runs."""
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        stages = [s for s in (tracker.getStageInfo(i) for i in tracker.getActiveStageIds()) if s is not None]
+    except Exception:  # noqa: BLE001 - Connect has no SparkContext; progress is a nicety, never a failure
+        return ""
+    if not stages:
+        return ""
+    stage = max(stages, key=lambda s: s.stageId)
+    return f" (Spark stage {stage.stageId}: {stage.numCompletedTasks} of {stage.numTasks} tasks done)"
