@@ -3,8 +3,8 @@
 Reads the demo's output (a file, or standard input) and checks, without importing the package:
 the night was published; rows read = rows scored + rows quarantined for every input; the overall
 table has one row per system and K, each mean within [0, 1] and its denominators adding up to all
-requests, and hybrid's requests returned nothing for counted; recall@10 beside NDCG (the run's summary, the
-comparison, the report's first screen); the night-over-night lines; the comparison per K; the guardrails' verdict line naming
+requests, and hybrid's requests returned nothing for counted; the five other metrics at K=10 beside NDCG (the
+run's summary, night over night, the comparison, the report's first screen); the night-over-night lines; the comparison per K; the guardrails' verdict line naming
 each failed guardrail; both HTML reports written. Exits 1 naming the first line that is missing or
 wrong, so a change that breaks the demo's first screen fails CI.
 """
@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 SYSTEMS, KS = ("bm25", "hybrid"), (1, 3, 5, 10)
+#: the metrics conf/local.yaml declares after NDCG, at its largest K, as the summaries label them
+PANEL = ("recall@10", "precision@10", "AP@10", "RR@10", "hit rate@10")
 
 
 def fail(why: str) -> None:
@@ -67,12 +69,17 @@ def main() -> None:
     deltas = [line for line in lines if re.match(r"\s+(1|3|5|10)\s+[\d,]+\s+0\.\d{4}\s+0\.\d{4}\s+[+-]0\.\d{4} \[", line)]
     if len(deltas) != len(KS):
         fail(f"the comparison has {len(deltas)} lines per K, not {len(KS)}")
-    # recall@K beside NDCG@K (conf/local.yaml declares both): the run's panel, the comparison's line
-    panel = [line for line in lines if re.match(r"  (bm25|hybrid)\s+\S+\s+recall@10\s+0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]", line)]
-    if len(panel) != len(SYSTEMS):
-        fail(f"no recall@10 line per system in the run's summary (the other metrics): {panel}")
-    if not any(re.match(r"\s+recall@10\s+[+-]0\.\d{4} \[[+-]0\.\d{4}, [+-]0\.\d{4}\]\s+p ", line) for line in lines):
-        fail("no recall@10 delta in the comparison")
+    # the panel beside NDCG@K (conf/local.yaml declares all six metrics): the run's summary (a line per
+    # metric, a mean per system), night over night, the comparison's deltas
+    for metric in PANEL:
+        m = re.escape(metric)
+        if not any(re.match(rf"  {m}\s+0\.\d{{4}} \[0\.\d{{4}}, 0\.\d{{4}}\]\s+0\.\d{{4}} \[", line) for line in lines):
+            fail(f"no {metric} line with a mean per system in the run's summary (the other metrics)")
+        moves = [line for line in lines if re.match(rf"  (bm25|hybrid)\s+\S+\s+{m}\s+0\.\d{{4}}  ([+-]0\.\d{{4}}|first run|BREAK)", line)]
+        if len(moves) != len(SYSTEMS):
+            fail(f"no night-over-night line of {metric} per system: {moves}")
+        if not any(re.match(rf"\s+{m}\s+[+-]0\.\d{{4}} \[[+-]0\.\d{{4}}, [+-]0\.\d{{4}}\]\s+p ", line) for line in lines):
+            fail(f"no {metric} delta in the comparison")
     verdict = next((line for line in lines if line.startswith("guardrails hybrid vs bm25:")), None)
     if verdict is None or not re.search(r": (PASS|FAIL|INCONCLUSIVE) — NDCG@10 [+-]0\.\d{4} \[", verdict):
         fail(f"no guardrail verdict line with the NDCG delta: {verdict}")
@@ -86,8 +93,9 @@ def main() -> None:
     if "returned nothing" not in page:
         fail(f"the report's first screen does not say how many requests a ranker returned nothing for: {reports[-1]}")
     first = page[page.index("id='first-screen'"):page.index("</section>")] if "id='first-screen'" in page else ""
-    if "macro recall@10 [interval]" not in first or "recall@10 <span class='num'>" not in first:
-        fail(f"the report's first screen does not show recall@10 beside NDCG (and its delta): {reports[-1]}")
+    for metric in PANEL:
+        if f"macro {metric} [interval]" not in first or f"{metric} <span class='num'>" not in first:
+            fail(f"the report's first screen does not show {metric} beside NDCG (and its delta): {reports[-1]}")
     print(f"demo headlines: {len(rows)} overall rows, {len(deltas)} comparison lines, verdict "
           f"{verdict.split(': ')[1].split(' ')[0]} ({', '.join(name for name, _ in failed) or 'no guardrail failed'}), "
           f"{len(reports)} reports: ok")

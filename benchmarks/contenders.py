@@ -13,6 +13,8 @@ used to check that the contenders computed the same thing.
                 request's candidates collected into an array and sorted.
 ``ndcg_spark_recall``  (not run by default) ``ndcg_spark`` with ``contract.metrics: [ndcg, recall]``:
                 recall@K's sums beside DCG's in the same pass, and its rows in stage 2.
+``ndcg_spark_panel``  (not run by default) ``ndcg_spark`` with all six metrics declared
+                (``ndcg, recall, precision, average_precision, reciprocal_rank, hit_rate``).
 ``floor``       (not run by default) the least Spark work for ``evaluator``'s number on this
                 data: one read, one hash aggregate per request, no checks (:func:`floor_ndcg10_mean`).
 ``floor_job``   (not run by default) the least Spark work for ``ndcg_spark``'s outputs on this
@@ -104,6 +106,12 @@ def run_ndcg_spark_recall(args: argparse.Namespace) -> dict:
     return run_ndcg_spark(args, metrics=("ndcg", "recall"))
 
 
+def run_ndcg_spark_panel(args: argparse.Namespace) -> dict:
+    """(a) with the whole panel declared: NDCG, recall, precision, AP, RR and hit rate."""
+    return run_ndcg_spark(args, metrics=("ndcg", "recall", "precision", "average_precision", "reciprocal_rank",
+                                         "hit_rate"))
+
+
 def _timed(args: argparse.Namespace, work, ready=None, after=None) -> dict:
     """Time ``work(spark, prepared)`` in a fresh session (``prepared``: what ``ready(spark)`` gave,
     untimed): Spark start apart from the work, the JVM's CPU seconds and peak memory. ``work``
@@ -172,6 +180,7 @@ def run_ndcg_spark(args: argparse.Namespace, dense_plan: bool = True, metrics: t
 
     def after(spark) -> dict:
         fields = _overall(spark, out / "aggregates", args.replicates)
+        fields["per_request_mib"] = sum(f.stat().st_size for f in (out / "per_request").rglob("*.parquet")) / 2**20
         if args.check:
             from pyspark.sql import functions as F
 
@@ -397,6 +406,7 @@ def run_numpy(args: argparse.Namespace) -> dict:
 
 CONTENDERS = {"ndcg_spark": run_ndcg_spark, "ndcg_spark_collecting": run_ndcg_spark_collecting,
               "ndcg_spark_recall": run_ndcg_spark_recall,
+              "ndcg_spark_panel": run_ndcg_spark_panel,
               "ndcg_spark_evaluator_number": run_ndcg_spark_evaluator_number,
               "floor": run_floor, "floor_job": run_floor_job, "lazy_table": run_lazy_table,
               "evaluator": run_evaluator, "numpy": run_numpy}

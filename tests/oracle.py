@@ -44,6 +44,14 @@ Semantics implemented
   candidates (``candidates``) or every judged document of the request (``judgments``). recall =
   relevant_in_top_k / R (``recall="all_relevant"``) or / min(K, R) (``"capped"``); no ideal when R = 0.
   Its what-ifs ``recall_unjudged_low`` / ``_high`` are the same rescoring as NDCG's.
+* precision (``precision="k"``: relevant_in_top_k / K; ``"shown"``: / min(K, the ranked list's
+  length), 0 when it is empty), hit rate (1 when relevant_in_top_k > 0), reciprocal rank (1 / the
+  rank of the first relevant document of the ranked list within K -- ``reciprocal_rank="k"`` -- or
+  within the largest K -- ``"deepest"`` --, 0 when none) and average precision (the sum, over the
+  ranks p <= K holding a relevant document, of the relevant among the first p over p; / R --
+  ``average_precision="all_relevant"`` -- or / min(K, R) -- ``"capped"``): no ideal when R = 0, as
+  recall. Score ties averaged are refused for hit rate, reciprocal rank and average precision;
+  precision is then the averaged relevant_in_top_k over its denominator.
 * Every metric of the request is set aside together: ``empty_ideal`` is True when some declared
   metric has no ideal (NDCG: IDCG = 0; recall: R = 0); under ``"exclude"`` every metric is then
   None, under ``"zero"`` a metric whose own ideal is missing is 0 and the others are scored.
@@ -188,6 +196,9 @@ def score_request(
     metrics: Sequence[str] = ("ndcg",),
     relevant_grade: float = 1.0,
     recall: str = "all_relevant",
+    precision: str = "k",
+    average_precision: str = "all_relevant",
+    reciprocal_rank: str = "k",
 ) -> dict[int, dict[str, Any]]:
     """Score one request; return ``{k: {dcg, idcg, ndcg, empty_ideal, n_*, ndcg_unjudged_*}}`` (and,
     with ``"recall"`` in ``metrics``, ``relevant_in_top_k, n_relevant, recall, recall_unjudged_*``).
@@ -207,7 +218,9 @@ def score_request(
     rescored = None if not bounds else _unjudged_bounds(
         candidates, k=k, gain=gain, order=order, ties=ties, ideal_from=ideal_from, empty_ideal=empty_ideal,
         judged_grades=judged_grades, max_grade=max_grade, metrics=metrics, relevant_grade=relevant_grade,
-        recall=recall)
+        recall=recall, precision=precision, average_precision=average_precision, reciprocal_rank=reciprocal_rank)
+    if order == "score" and ties == "average" and {"hit_rate", "reciprocal_rank", "average_precision"} & set(metrics):
+        raise ValueError("score ties averaged are not defined here for hit rate, reciprocal rank, average precision")
 
     displayed = display_order(candidates, order, ties)
     n_candidates = len(displayed)
@@ -238,14 +251,26 @@ def score_request(
     else:
         ranked_gains, ranked_hits = gains, hits
 
+    deepest = max(k)
+    first = next((p for p, h in enumerate(hits[:deepest], start=1) if h), 0)
     result: dict[int, dict[str, Any]] = {}
     for kk in sorted(set(k)):
         dcg = dcg_at_k(ranked_gains, kk)
         idcg = dcg_at_k(ideal, kk)
         relevant_top = sum(ranked_hits[:kk])
         denominator = n_relevant if recall == "all_relevant" else min(kk, n_relevant)
+        shown = min(kk, len(ranked))
+        precision_sum = sum(sum(hits[:p]) / p for p in range(1, min(kk, len(hits)) + 1) if hits[p - 1])
+        first_kk = first if first <= kk else 0
+        rank = first if reciprocal_rank == "deepest" else first_kk
+        ap_denominator = n_relevant if average_precision == "all_relevant" else min(kk, n_relevant)
         own = {"ndcg": (idcg > 0, lambda: dcg / idcg),
-               "recall": (n_relevant > 0, lambda: relevant_top / denominator)}
+               "recall": (n_relevant > 0, lambda: relevant_top / denominator),
+               "precision": (n_relevant > 0, lambda: relevant_top / kk if precision == "k"
+                             else (relevant_top / shown if shown else 0.0)),
+               "hit_rate": (n_relevant > 0, lambda: 1.0 if relevant_top > 0 else 0.0),
+               "reciprocal_rank": (n_relevant > 0, lambda: 1.0 / rank if rank else 0.0),
+               "average_precision": (n_relevant > 0, lambda: precision_sum / ap_denominator)}
         empty = any(not own[m][0] for m in metrics)
         if empty and empty_ideal == "error":
             raise OracleEmptyIdealError(f"empty ideal at k={kk}")
@@ -271,14 +296,16 @@ def score_request(
             "ndcg_unjudged_low": rescored[0][kk]["ndcg"] if rescored else None,
             "ndcg_unjudged_high": rescored[1][kk]["ndcg"] if rescored else None,
         }
-        if "recall" in metrics:
-            result[kk].update({
-                "relevant_in_top_k": relevant_top,
-                "n_relevant": n_relevant,
-                "recall": values["recall"],
-                "recall_unjudged_low": rescored[0][kk]["recall"] if rescored else None,
-                "recall_unjudged_high": rescored[1][kk]["recall"] if rescored else None,
-            })
+        if set(metrics) - {"ndcg"}:
+            result[kk].update({"relevant_in_top_k": relevant_top, "n_relevant": n_relevant, "n_shown": shown,
+                               "precision_sum": precision_sum, "first_relevant_rank": first})
+        for m in metrics:
+            if m != "ndcg":
+                result[kk].update({
+                    m: values[m],
+                    f"{m}_unjudged_low": rescored[0][kk][m] if rescored else None,
+                    f"{m}_unjudged_high": rescored[1][kk][m] if rescored else None,
+                })
     return result
 
 
@@ -304,12 +331,12 @@ def _unjudged_bounds(candidates: Sequence[Candidate], *, judged_grades: Iterable
         judged = [Candidate(c.doc_id, c.position, c.score, grade if c.grade is None else c.grade) for c in candidates]
         extra = [grade for c in candidates if c.grade is None]
         one = {}
-        for metric in ("ndcg", "recall"):  # each on its own: a what-if is set aside only for its own ideal
+        for metric in ("ndcg", *[m for m in metrics if m != "ndcg"]):  # each on its own: a what-if is set aside only for its own ideal
             scored = score_request(judged, judged_grades=None if known is None else known + extra,
                                    empty_ideal="zero" if empty_ideal == "zero" else "exclude", bounds=False,
                                    metrics=(metric,), **contract)
             for kk, values in scored.items():
-                one.setdefault(kk, {})[metric] = values[metric] if metric == "ndcg" else values.get("recall")
+                one.setdefault(kk, {})[metric] = values[metric]
         out.append(one)
     return out
 

@@ -136,7 +136,11 @@ def test_import_is_instant_and_starts_nothing():
 # ----------------------------------------------------------------------------- presets
 TREC_EVAL_SPELLED_OUT = {"gain": "linear", "discount": "log2", "order": "score", "ties": "doc_id_desc",
                          "ideal_from": "judgments", "unjudged": "separate", "empty_ideal": "zero",
-                         "negative_grades": "zero"}
+                         "negative_grades": "zero",
+                         # trec_eval's panel: ndcg_cut, recall, P, map_cut, success, recip_rank (no cutoff)
+                         "metrics": ["ndcg", {"recall": {"denominator": "all_relevant"}}, {"precision": {"denominator": "k"}},
+                                     {"average_precision": {"denominator": "all_relevant"}}, "hit_rate",
+                                     {"reciprocal_rank": {"cutoff": "deepest"}}]}
 
 
 def test_preset_resolves_to_explicit_fields_with_the_same_fingerprint():
@@ -148,6 +152,10 @@ def test_preset_resolves_to_explicit_fields_with_the_same_fingerprint():
     assert (spark_like.gain.kind, spark_like.order, spark_like.ideal_from, spark_like.empty_ideal.name) == (
         "binary", "position", "judgments", "zero")
     assert spark_like.fingerprint != preset.fingerprint
+    # Spark's RankingMetrics panel: ndcgAt, precisionAt (/ K), recallAt, meanAveragePrecisionAt (/ min(|labels|, K))
+    assert [m.to_plain() for m in spark_like.metrics] == [
+        "ndcg", {"precision": {"denominator": "k"}}, {"recall": {"denominator": "all_relevant"}},
+        {"average_precision": {"denominator": "capped"}}]
 
 
 def test_a_field_beside_the_preset_overrides_it():

@@ -20,12 +20,12 @@ from pyspark.sql import functions as F
 
 try:  # tests/ may or may not be a package
     from tests import oracle
-    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, GridParts,
+    from tests.test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, PANEL_SETS, GridParts,
                                             collect_concurrently, compared, contract_of, each_value_once, generate,
                                             grid_params, mismatches, subset)
 except ImportError:  # pragma: no cover - depends on how pytest sets sys.path
     import oracle  # type: ignore[no-redef]
-    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, GridParts,  # noqa
+    from test_oracle_agreement import (COMPARED, GAINS, MAX_GRADE, METRIC_SETS, PANEL_SETS, GridParts,  # noqa
                                        collect_concurrently, compared, contract_of, each_value_once, generate,
                                        grid_params, mismatches, subset)
 
@@ -217,6 +217,13 @@ def test_the_combinations_cover_every_pair_of_choices():
         assert {c[i] for c in CORE_COMBOS} == set(values)
 
 
+#: the panel of metrics through both plans: each set of its choices under both unjudged policies the plan
+#: serves and both empty-ideal policies
+PANEL_COMBOS = [("exponential", "zero", "exclude", "panel"), ("linear", "separate", "zero", "panel"),
+                ("table", "zero", "zero", "panel_other_choices_at_2"),
+                ("exponential", "separate", "exclude", "panel_other_choices_at_2")]
+
+
 def _agreement(mixed, combos: list[tuple]) -> dict:
     """Each combination of ``combos`` scored by both plans; per combination the mismatches of the
     dense plan's run with the oracle, the rows that differ between the plans, and the row count
@@ -226,7 +233,7 @@ def _agreement(mixed, combos: list[tuple]) -> dict:
     def choices(combo):
         g, u, e, m = combo
         return dict(gain=GAINS[g], order="position", unjudged=u, empty_ideal=e, ideal_from="candidates",
-                    max_grade=MAX_GRADE, **METRIC_SETS[m])
+                    max_grade=MAX_GRADE, **{**METRIC_SETS, **PANEL_SETS}[m])
 
     def build(run):
         combo, plan = run
@@ -243,7 +250,9 @@ def _agreement(mixed, combos: list[tuple]) -> dict:
             results[combo] = failed[0]
             continue
         got, by_collecting = (sorted(rows, key=lambda r: (r["request_id"], r["system"], r["k"])) for rows in both)
-        expected = oracle.score_prepared(mixed["prepared"], k=KS, **choices(combo))
+        columns = set(compared(choices(combo)))
+        expected = {key: {c: v for c, v in values.items() if c in columns}
+                    for key, values in oracle.score_prepared(mixed["prepared"], k=KS, **choices(combo)).items()}
         differences = [(a, b) for a, b in zip(got, by_collecting) if a != b]
         if len(got) != len(by_collecting):
             differences.append((f"{len(got)} rows", f"{len(by_collecting)} rows"))
@@ -262,6 +271,20 @@ def test_mixed_plans_agree_with_the_oracle_and_with_the_collecting_plan_exactly(
     if isinstance(result, BaseException):
         raise result
     oracle_problems, plan_differences, n_rows = result
+    assert not oracle_problems, f"{len(oracle_problems)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
+        oracle_problems[:10])
+    assert not plan_differences, f"{len(plan_differences)} rows differ between the plans, e.g. {plan_differences[:2]}"
+    assert n_rows > 3000
+
+
+@pytest.fixture(scope="module")
+def panel_agreement(mixed) -> dict:
+    return _agreement(mixed, PANEL_COMBOS)
+
+
+@pytest.mark.parametrize("combo", PANEL_COMBOS, ids="-".join)
+def test_the_panel_agrees_with_the_oracle_and_the_collecting_plan_exactly(panel_agreement, combo):
+    oracle_problems, plan_differences, n_rows = panel_agreement[combo]
     assert not oracle_problems, f"{len(oracle_problems)} mismatches with the oracle, e.g.\n  " + "\n  ".join(
         oracle_problems[:10])
     assert not plan_differences, f"{len(plan_differences)} rows differ between the plans, e.g. {plan_differences[:2]}"

@@ -248,6 +248,8 @@ def _printed(ran: list[Command], *argv: str) -> str:
 
 @pytest.mark.e2e
 def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
+    from pyspark.sql import functions as F
+
     from ndcg_spark.job.config import JobConfig
 
     root, ran = checkout
@@ -262,9 +264,11 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     report = root / "reports" / NIGHT / "report.html"
     assert "Comparison: hybrid (candidate) vs bm25 (baseline)" in report.read_text(encoding="utf-8")
 
-    assert shipped.contract.metric_names == ("ndcg", "recall")  # recall@K beside NDCG, and each one's what-ifs
-    measures = ("ndcg", "recall", "ndcg_unjudged_low", "ndcg_unjudged_high", "recall_unjudged_low", "recall_unjudged_high")
-    oracle = score_sample_folder(spark, data, metrics=("ndcg", "recall"))
+    # the six metrics, each with its what-ifs
+    panel = ("ndcg", "recall", "precision", "average_precision", "reciprocal_rank", "hit_rate")
+    assert shipped.contract.metric_names == panel
+    measures = (*panel, *(f"{m}_unjudged_{end}" for m in panel for end in ("low", "high")))
+    oracle = score_sample_folder(spark, data, metrics=panel)
     per_request = _night(spark, warehouse, "per_request").collect()
     # hybrid times out on a few requests: no candidates, so no oracle row; a row here, flagged and set aside
     answered = [r for r in per_request if not r.no_results]
@@ -275,7 +279,9 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     for r in answered:
         want = oracle[(r.request_id, f"{r.system}|{r.pool_version}", r.k)]
         assert r.ndcg == pytest.approx(want["ndcg"], abs=EPS) and r.empty_ideal == want["empty_ideal"]
-        assert r.recall == pytest.approx(want["recall"], abs=EPS) and r.n_relevant == want["n_relevant"]
+        assert r.n_relevant == want["n_relevant"]
+        for metric in panel[1:]:
+            assert r[metric] == pytest.approx(want[metric], abs=EPS), (metric, r.request_id, r.system, r.k)
         assert r.n_unjudged_in_top_k == want["n_unjudged_in_top_k"] and r.contract_fingerprint == fingerprint
 
     dims = shipped.aggregate_spec().slices
@@ -284,7 +290,7 @@ def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     aggregates = _night(spark, warehouse, "aggregate")
     assert aggregates.count() == 2 * 4 * cells * len(measures)
     assert {r.metric for r in aggregates.select("metric").distinct().collect()} == set(measures)
-    for r in aggregates.filter("slice_dimension = 'overall' AND metric IN ('ndcg', 'recall')").collect():
+    for r in aggregates.filter(F.col("slice_dimension") == "overall").filter(F.col("metric").isin(*panel)).collect():
         values = [v[r.metric] for (_, s, k), v in oracle.items() if s == f"{r.system}|{r.pool_version}" and k == r.k]
         eligible = [v for v in values if v is not None]
         assert r.macro == pytest.approx(statistics.fmean(eligible), abs=EPS)

@@ -188,6 +188,37 @@ def test_declaration_errors_name_their_field(section, path, words):
     assert str(caught.value).startswith(path + ":") and words in str(caught.value)
 
 
+def test_the_headline_is_a_declared_metric_at_a_scored_k_refused_by_name_otherwise():
+    """``guardrails.headline``: NDCG at the largest K unless declared; a metric the contract does not
+    declare, or a K it does not score, is refused when the job's YAML is read; only a declared
+    headline enters the fingerprint."""
+    from ndcg_spark.job.config import JobConfig
+
+    panel = Contract.from_dict({"k": [5, 10], "metrics": ["ndcg", "recall"]})
+    assert _spec().headline(Contract.from_dict({"k": [3, 20]})) == ("ndcg", 20)
+    assert GuardrailSpec.from_dict({**_spec_section(), "headline": "recall"}).headline(panel) == ("recall", 10)
+    assert GuardrailSpec.from_dict({**_spec_section(), "headline": {"metric": "recall", "k": 5}}).headline(panel) \
+        == ("recall", 5)
+    assert GuardrailSpec.from_dict({**_spec_section(), "headline": "ndcg"}).fingerprint == _spec().fingerprint
+    assert GuardrailSpec.from_dict({**_spec_section(), "headline": "recall"}).fingerprint != _spec().fingerprint
+
+    def job(headline, metrics=("ndcg",)):
+        return JobConfig.from_dict({"version": 1, "contract": {"k": [5, 10], "metrics": list(metrics)},
+                                    "inputs": {"candidates": "c"},
+                                    "guardrails": {**_spec_section(), "headline": headline}}, base=None)
+
+    assert job("recall", ("ndcg", "recall")).guardrail_spec().headline_metric == "recall"
+    for headline, path, words in [
+        ("precision", "guardrails.headline.metric", "is 'precision', which contract.metrics does not declare (ndcg)"),
+        ({"metric": "ndcg", "k": 3}, "guardrails.headline.k", "is 3, which contract.k does not score ([5, 10])"),
+        ("ndcgg", "guardrails.headline.metric", "must be one of average_precision, hit_rate, ndcg"),
+        ({"metric": "ndcg", "at": 3}, "guardrails.headline.at", "is not a known field"),
+    ]:
+        with pytest.raises(ContractError) as caught:
+            job(headline).guardrail_spec()
+        assert str(caught.value).startswith(f"{path}: {words}"), str(caught.value)
+
+
 def _outcomes(spark, rows):
     return spark.createDataFrame([tuple(r[c.split()[0]] for c in OUTCOMES_SCHEMA.split(", ")) for r in rows],
                                  OUTCOMES_SCHEMA)

@@ -389,20 +389,38 @@ def _choices(combo) -> dict:
                 **METRIC_SETS[m])
 
 
+#: the oracle's keyword of each metric's choice -> the metric's parameter of the library
+PARAMETER_OF = {"recall": "denominator", "precision": "denominator", "average_precision": "denominator",
+                "reciprocal_rank": "cutoff"}
+#: the oracle's per-request components beside NDCG's, compared where the contract's metrics write them
+OTHER_COMPONENTS = ["relevant_in_top_k", "n_relevant", "n_shown", "precision_sum", "first_relevant_rank"]
+
+
 def contract_of(k, choices: dict):
-    """The library's contract of the oracle's keywords (recall's denominator a metric parameter)."""
+    """The library's contract of the oracle's keywords (a metric's choice, e.g. recall's denominator,
+    a metric parameter)."""
     from ndcg_spark import Contract
 
     choices = dict(choices)
-    denominator = choices.pop("recall", "all_relevant")
-    metrics = [{"recall": {"denominator": denominator}} if m == "recall" else m
-               for m in choices.pop("metrics", ("ndcg",))]
+    params = {m: choices.pop(m) for m in PARAMETER_OF if m in choices}
+    metrics = [{m: {PARAMETER_OF[m]: params[m]}} if m in params else m for m in choices.pop("metrics", ("ndcg",))]
     return Contract(k=k, metrics=metrics, **choices)
 
 
 def compared(choices: dict) -> list[str]:
-    """The per-request columns compared with the oracle under these choices."""
-    return COMPARED + (RECALL_COMPARED if "recall" in choices.get("metrics", ()) else [])
+    """The per-request columns compared with the oracle under these choices: NDCG's, and each other
+    declared metric's value, what-ifs and the components the oracle gives (those the table writes)."""
+    from ndcg_spark.config.schemas import component_names
+
+    declared = choices.get("metrics", ("ndcg",))
+    metrics = [m for m in declared if m != "ndcg"]
+    if metrics == ["recall"]:
+        return COMPARED + RECALL_COMPARED
+    written = set(component_names(declared)) if metrics else set()
+    ndcg = {"dcg", "idcg", "ndcg", "ndcg_unjudged_low", "ndcg_unjudged_high"}
+    return ([c for c in COMPARED if "ndcg" in declared or c not in ndcg]
+            + [c for c in OTHER_COMPONENTS if c in written]
+            + [c for m in metrics for c in (m, f"{m}_unjudged_low", f"{m}_unjudged_high")])
 
 
 def _close(a, b) -> bool:
@@ -423,7 +441,7 @@ def mismatches(got_rows, expected: dict) -> list[str]:
         key = (row["request_id"], row["system"], int(row["k"]))
         fields = row.asDict() if hasattr(row, "asDict") else row
         if fields.get("no_results"):
-            if key in expected or row["n_candidates"] != 0 or row["dcg"] != 0.0:
+            if key in expected or row["n_candidates"] != 0 or fields.get("dcg", 0.0) != 0.0:
                 problems.append(f"a no_results row the oracle scores, or with candidates: {key}")
             continue
         if key in got:
@@ -553,6 +571,61 @@ def test_the_core_holds_every_value_of_every_choice():
 @pytest.mark.parametrize("combo", grid_params(COMBOS, CORE_COMBOS, _combo_id))
 def test_spark_agrees_with_oracle(agreement, combo):
     _report(agreement[combo], _combo_id(combo))
+
+
+# ------------------------------------------------------------------ the panel of metrics
+#: every metric, with each choice of its denominator or cutoff (the oracle's keywords)
+PANEL_SETS = {
+    "panel": dict(metrics=("ndcg", "precision", "recall", "average_precision", "reciprocal_rank", "hit_rate")),
+    "panel_other_choices_at_2": dict(metrics=("average_precision", "precision", "reciprocal_rank", "hit_rate"),
+                                     precision="shown", average_precision="capped", reciprocal_rank="deepest",
+                                     relevant_grade=2.0),
+}
+#: the panel under every order and ties it takes (hit rate, RR and AP refuse averaged ties), ideal source
+#: and unjudged policy, the gain and empty-ideal policy alternating; precision alone under averaged ties
+PANEL_COMBOS = [
+    (list(GAINS)[(o + u) % len(GAINS)], ot, i, un, EMPTY_IDEAL[(d + u) % 2], list(PANEL_SETS)[(o + d + u) % 2])
+    for o, ot in enumerate(["position", "score-doc_id", "score-doc_id_desc"])
+    for d, i in enumerate(IDEAL_FROM)
+    for u, un in enumerate(UNJUDGED)
+]
+PRECISION_TIES = {"precision_shown": dict(metrics=("ndcg", "precision"), precision="shown"),
+                  "precision_k": dict(metrics=("precision",))}
+PANEL_TIE_COMBOS = [("linear", "score-average", i, un, "zero", m)
+                    for i, un, m in [("candidates", "exclude", "precision_shown"), ("judgments", "separate", "precision_k"),
+                                     ("candidates", "zero", "precision_k")]]
+
+
+def _panel_choices(combo) -> dict:
+    g, ot, i, u, e, m = combo
+    order, ties = ORDER_TIES[ot]
+    return dict(gain=GAINS[g], order=order, ties=ties, ideal_from=i, unjudged=u, empty_ideal=e, max_grade=MAX_GRADE,
+                **{**PANEL_SETS, **PRECISION_TIES}[m])
+
+
+@pytest.fixture(scope="module")
+def panel_agreement(data) -> dict:
+    from ndcg_spark import score_requests
+
+    combos = PANEL_COMBOS + PANEL_TIE_COMBOS
+
+    def build(combo):
+        cdf, jdf = data["small"]["frames"]
+        choices = _panel_choices(combo)
+        return score_requests(cdf, jdf, contract_of(KS, choices), run_id="panel", large_request=None,
+                              validate=False).select(*compared(choices))
+
+    def expected(combo):
+        columns = set(compared(_panel_choices(combo)))
+        scored = oracle.score_prepared(data["small"]["prepared"], k=KS, **_panel_choices(combo))
+        return {key: {c: v for c, v in values.items() if c in columns} for key, values in scored.items()}
+
+    return _diff(collect_concurrently(combos, build), expected)
+
+
+@pytest.mark.parametrize("combo", PANEL_COMBOS + PANEL_TIE_COMBOS, ids=_combo_id)
+def test_every_metric_of_the_panel_agrees_with_the_oracle(panel_agreement, combo):
+    _report(panel_agreement[combo], _combo_id(combo))
 
 
 # ------------------------------------------------------------------ large requests, cut first

@@ -20,9 +20,9 @@ from tests.test_report_trend import RUN, _comparison, data  # noqa: F401  (data:
 
 FINGERPRINT = "7c1e9a0b52d4f311"
 HOSTILE = "<i>rare</i>"
-_COUNTS = {"k", "baseline_n", "baseline_n_observed", "candidate_n", "candidate_n_observed", "rows_read",
+_COUNTS = {"k", "headline_k", "baseline_n", "baseline_n_observed", "candidate_n", "candidate_n_observed", "rows_read",
            "rows_set_aside", "bootstrap_replicates", "seed"}
-_TEXT = {"run_id", "baseline", "candidate", "guardrail", "source", "statistic", "better", "margin_kind", "design",
+_TEXT = {"run_id", "headline_metric", "baseline", "candidate", "guardrail", "source", "statistic", "better", "margin_kind", "design",
          "slice_dimension", "slice_value", "verdict", "overall_verdict", "declaration", "guardrail_fingerprint",
          "contract_fingerprint", "code_version", "created_at"}
 SCHEMA = ", ".join(f"{c} {'string' if c in _TEXT else 'bigint' if c in _COUNTS else 'double'}"
@@ -127,6 +127,27 @@ def test_cli_ndcg_beside_the_guardrails_is_at_the_largest_k_up_to_10_else_the_sm
     at = {ks: format_guardrails(_rows(), [c for c in _comparisons() if c["k"] in ks])[0].split(" — ")[1][:7]
           for ks in ((3, 10, 20), (3, 20), (20,))}
     assert at == {(3, 10, 20): "NDCG@10", (3, 20): "NDCG@3 ", (20,): "NDCG@20"}
+
+
+def test_cli_shows_the_declared_headline_beside_the_verdict():
+    """``guardrails.headline`` stamped on the rows: that metric at that K, whatever the others are;
+    a declared headline the comparison has no row for says so under its own name."""
+    panel = _comparisons() + [dict(c, metric="recall", delta_macro=c["delta_macro"] / 2) for c in _comparisons()]
+    stamped = [dict(r, headline_metric="recall", headline_k=3) for r in _passing(_rows())]
+    assert format_guardrails(stamped, panel)[0] == (
+        "guardrails hybrid vs bm25: PASS — recall@3 +0.0471 [+0.0711, +0.1104]; all 7 guardrails pass")
+    at_20 = [dict(r, headline_metric="ndcg", headline_k=20) for r in _passing(_rows())]
+    assert format_guardrails(at_20, panel)[0].split(" — ")[1].startswith("NDCG@20 +0.1112 ")
+    missing = [dict(r, headline_metric="recall", headline_k=5) for r in _passing(_rows())]
+    assert format_guardrails(missing, panel)[0].split(" — ")[1].startswith("recall@5: no comparison row;")
+
+
+def test_page_shows_the_declared_headline_beside_the_verdict(data):  # noqa: F811
+    comparisons = data["comparisons"] + [dict(c, metric="recall", delta_macro=0.0321) for c in data["comparisons"]]
+    page = render_html(dict(data, comparisons=comparisons,
+                            guardrails=[dict(r, headline_metric="recall", headline_k=5) for r in _rows()]))
+    glance = re.search(r"<p class='big' data-guardrails='glance'>.*?</p>", page).group(0)
+    assert re.sub(r"<[^>]+>", "", glance).startswith("recall@5 +0.0321 [-0.0051, +0.0242] · latency_p95 +29.8%")
 
 
 def test_cli_reads_rows_read_back_from_csv_as_text():

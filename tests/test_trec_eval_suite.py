@@ -79,7 +79,7 @@ def ours(spark, qrels: str, results: str, ks: list[int], **fields) -> dict[tuple
     key = (qrels, results, tuple(ks), tuple(sorted(fields.items())))
     if key in _SCORED:
         return _SCORED[key]
-    contract = Contract.from_dict({"preset": "trec_eval", "k": ks, "metrics": ["ndcg", "recall"], **fields})
+    contract = Contract.from_dict({"preset": "trec_eval", "k": ks, "metrics": PANEL, **fields})
     run = read_trec_run(spark, str(SUITE / results), trailing_fields="ignore")
     judged = read_trec_qrels(spark, str(SUITE / qrels))
     per_request = score_requests(run, judged, contract).cache()
@@ -88,19 +88,35 @@ def ours(spark, qrels: str, results: str, ks: list[int], **fields) -> dict[tuple
     for r in per_request.collect():
         out[(f"ndcg_cut_{r.k}", r.request_id)] = r.ndcg
         out[(f"recall_{r.k}", r.request_id)] = r.recall
+        out[(f"P_{r.k}", r.request_id)] = r.precision
+        out[(f"map_cut_{r.k}", r.request_id)] = r.average_precision
+        out[(f"success_{r.k}", r.request_id)] = r.hit_rate
+        if r.k == max(ks):
+            out[("recip_rank", r.request_id)] = r.reciprocal_rank
         out[("num_rel", r.request_id)] = r.n_relevant
         if r.k == 1000:
             out[("num_rel_ret", r.request_id)] = r.relevant_in_top_k
         if r.recall is not None:
             counted.add(r.request_id)
     for r in aggregate(per_request, AggregateSpec(replicates=0)).filter("slice_dimension = 'overall'").collect():
-        out[({"ndcg": "ndcg_cut", "recall": "recall"}[r.metric] + f"_{r.k}", "all")] = r.macro
+        if r.metric == "reciprocal_rank":
+            if r.k == max(ks):
+                out[("recip_rank", "all")] = r.macro
+            continue
+        out[(TREC_NAMES[r.metric] + f"_{r.k}", "all")] = r.macro
     out[("num_rel", "all")] = sum(out[("num_rel", q)] for q in counted)
     if 1000 in ks:
         out[("num_rel_ret", "all")] = sum(out[("num_rel_ret", q)] for q in counted)
     per_request.unpersist()
     _SCORED[key] = out
     return out
+
+
+#: trec_eval's panel as the ``trec_eval`` preset's metrics read it: ``P_K``, ``recall_K``, ``map_cut_K``,
+#: ``success_K``, ``recip_rank`` (no cutoff: within the largest K, 1000, deeper than these runs), ``ndcg_cut_K``
+PANEL = ["ndcg", "recall", "precision", "average_precision", "hit_rate", {"reciprocal_rank": {"cutoff": "deepest"}}]
+TREC_NAMES = {"ndcg": "ndcg_cut", "recall": "recall", "precision": "P", "average_precision": "map_cut",
+              "hit_rate": "success"}
 
 
 def _agree(expected: dict, got: dict) -> list[str]:
@@ -116,7 +132,7 @@ def _counts_agree(name: str, got: dict) -> list[str]:
             if got.get(key) != value]
 
 
-CUTOFFS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+CUTOFFS = [1, 5, 10, 15, 20, 30, 100, 200, 500, 1000]
 #: ``out.test.meas_params``: ``ndcg_cut.10,20,23.4``, ``recall.20,2000``
 MEAS_PARAMS_CUTOFFS = [10, 20, 23, 2000]
 #: ``out.test.aql``'s command line: ``-l2``
@@ -203,3 +219,33 @@ def test_out_test_aqc_recall_the_unanswered_query_counts_as_0_under_c(spark):
     assert default[("recall_10", "302")] is None
     assert default[("recall_10", "all")] == pytest.approx(
         (expected[("recall_10", "301")] + expected[("recall_10", "303")]) / 2, abs=PRINTED)
+
+
+# --------------------------------------------------------------------------- the rest of the panel
+#: trec_eval's lines of the other metrics: P_K, map_cut_K, success_K and recip_rank
+OTHERS = ("P_", "map_cut_", "success_", "recip_rank")
+
+
+def _others(name: str) -> dict:
+    out = {}
+    for measure in OTHERS:
+        out.update(published(name, measure))
+    return out
+
+
+def test_out_test_aq_precision_map_cut_success_recip_rank(spark):
+    expected = _others("out.test.aq")
+    assert len(expected) == (9 + 9 + 3 + 1) * 4
+    assert not _agree(expected, ours(spark, "qrels.test", "results.test", CUTOFFS))
+
+
+def test_out_test_aql_the_panel_at_relevance_level_2(spark):
+    expected = _others("out.test.aql")
+    assert len(expected) == (9 + 9 + 3 + 1) * 4
+    assert not _agree(expected, ours(spark, "qrels.rel_level", "results.test", CUTOFFS, **AQL))
+
+
+def test_out_test_aqc_the_panel_the_unanswered_query_counts_as_0_under_c(spark):
+    expected = _others("out.test.aqc")
+    assert len(expected) == (9 + 9 + 3 + 1) * 4 and expected[("recip_rank", "302")] == 0.0
+    assert not _agree(expected, ours(spark, "qrels.test", "results.trunc", CUTOFFS, no_results="zero"))

@@ -283,34 +283,11 @@ def _paired_rows(joined: DataFrame, kind: str, metrics: dict[str, Metric], measu
     recall_known = answered & (known > 0)
     pool_recall = {side: F.when(recall_known, F.col(f"{side}_n_positive") / known) for side in ("baseline", "candidate")}
     tolerance = F.lit(tie_tolerance)
-    per_metric = []
-    for measure in measures:
-        score = {side: _score(side, measure, kind, metrics) for side in ("baseline", "candidate")}
-
-        def nothing(side: str) -> Column:
-            """The side has a row, flagged no_results, and it is set aside (no value)."""
-            return F.col(f"{side}_in") & F.col(f"{side}_no_results") & score[side].isNull()
-
-        baseline_ok = baseline_in & score["baseline"].isNotNull()
-        candidate_ok = candidate_in & score["candidate"].isNotNull()
-        paired = baseline_ok & candidate_ok
-        delta = F.when(paired, score["candidate"] - score["baseline"])
-        per_metric.append(F.struct(
-            F.lit(measure).alias("metric"),
-            paired.alias("paired"),
-            F.when(paired, score["baseline"]).alias("baseline"),
-            F.when(paired, score["candidate"]).alias("candidate"),
-            delta.alias("delta"),
-            (delta > tolerance).alias("win"),
-            (F.abs(delta) <= tolerance).alias("tie"),
-            (delta < -tolerance).alias("loss"),
-            # "missing": the other side has no row, or returned nothing and that request is set aside
-            (baseline_ok & (~candidate_in | nothing("candidate"))).alias("only_baseline_missing"),
-            (baseline_ok & candidate_in & ~candidate_ok & ~nothing("candidate")).alias("only_baseline_empty"),
-            (candidate_ok & (~baseline_in | nothing("baseline"))).alias("only_candidate_missing"),
-            (candidate_ok & baseline_in & ~baseline_ok & ~nothing("baseline")).alias("only_candidate_empty"),
-            (~baseline_ok & ~candidate_ok).alias("neither"),
-        ))
+    # one small struct per measure (its two values) exploded, the categories derived once after it:
+    # derived per measure inside the array, six metrics' code outgrew Java's 64 KB method limit
+    per_metric = [F.struct(F.lit(measure).alias("metric"),
+                           *[_score(side, measure, kind, metrics).alias(f"_{side}") for side in ("baseline", "candidate")])
+                  for measure in measures]
     rows = joined.select(
         "request_id",
         "k",
@@ -319,13 +296,43 @@ def _paired_rows(joined: DataFrame, kind: str, metrics: dict[str, Metric], measu
         F.coalesce(F.col("baseline_weight"), F.col("candidate_weight")).alias("weight"),
         (baseline_in & F.col("baseline_no_results")).alias("baseline_no_results"),
         (candidate_in & F.col("candidate_no_results")).alias("candidate_no_results"),
+        baseline_in.alias("_baseline_in"),
+        candidate_in.alias("_candidate_in"),
         "pool_differs",
         recall_known.alias("pool_recall_known"),
         *[value.alias(f"{side}_pool_recall") for side, value in pool_recall.items()],
         *[value.isNotNull().alias(f"has_{side}_pool_recall") for side, value in pool_recall.items()],
         F.explode(F.array(*per_metric)).alias("_m"),
     )
-    return rows.select(*[c for c in rows.columns if c != "_m"], "_m.*")
+    score = {side: F.col(f"_m._{side}") for side in ("baseline", "candidate")}
+    side_in = {side: F.col(f"_{side}_in") for side in ("baseline", "candidate")}
+
+    def nothing(side: str) -> Column:
+        """The side has a row, flagged no_results, and it is set aside (no value)."""
+        return F.col(f"{side}_no_results") & score[side].isNull()
+
+    baseline_ok = side_in["baseline"] & score["baseline"].isNotNull()
+    candidate_ok = side_in["candidate"] & score["candidate"].isNotNull()
+    paired = baseline_ok & candidate_ok
+    delta = F.when(paired, score["candidate"] - score["baseline"])
+    kept = [c for c in rows.columns if c not in ("_m", "_baseline_in", "_candidate_in")]
+    return rows.select(
+        *kept,
+        F.col("_m.metric").alias("metric"),
+        paired.alias("paired"),
+        F.when(paired, score["baseline"]).alias("baseline"),
+        F.when(paired, score["candidate"]).alias("candidate"),
+        delta.alias("delta"),
+        (delta > tolerance).alias("win"),
+        (F.abs(delta) <= tolerance).alias("tie"),
+        (delta < -tolerance).alias("loss"),
+        # "missing": the other side has no row, or returned nothing and that request is set aside
+        (baseline_ok & (~side_in["candidate"] | nothing("candidate"))).alias("only_baseline_missing"),
+        (baseline_ok & side_in["candidate"] & ~candidate_ok & ~nothing("candidate")).alias("only_baseline_empty"),
+        (candidate_ok & (~side_in["baseline"] | nothing("baseline"))).alias("only_candidate_missing"),
+        (candidate_ok & side_in["baseline"] & ~baseline_ok & ~nothing("baseline")).alias("only_candidate_empty"),
+        (~baseline_ok & ~candidate_ok).alias("neither"),
+    )
 
 
 def _score(side: str, measure: str, kind: str, metrics: dict[str, Metric]) -> Column:

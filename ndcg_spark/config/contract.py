@@ -161,6 +161,12 @@ class Contract:
         object.__setattr__(self, "no_results", NoResults.parse(self.no_results))
         require_choice(self.negative_grades, NEGATIVE_GRADES, "contract.negative_grades")
         object.__setattr__(self, "metrics", parse_metrics(self.metrics))
+        if self.order == "score" and self.ties == "average":
+            refused = [m.name for m in self.metrics if not m.tie_average]
+            if refused:
+                raise ContractError("contract.ties", f"average (the expected value over every order of a tie) is not "
+                                    f"implemented for {', '.join(refused)}: declare ties: doc_id or doc_id_desc, or "
+                                    "leave those metrics out")
         object.__setattr__(self, "relevant_grade", _parse_relevant_grade(self.relevant_grade))
         # the gain mapping reads a negative grade as the contract says (one mapping for every reader)
         object.__setattr__(self, "gain", replace(self.gain, negative_as_zero=self.negative_grades == "zero"))
@@ -177,7 +183,8 @@ class Contract:
 
         >>> Contract.from_dict({"preset": "trec_eval", "k": [10]}) == Contract(
         ...     k=[10], gain="linear", order="score", ties="doc_id_desc", ideal_from="judgments", empty_ideal="zero",
-        ...     negative_grades="zero")
+        ...     negative_grades="zero", metrics=["ndcg", "recall", "precision", "average_precision", "hit_rate",
+        ...                                      {"reciprocal_rank": {"cutoff": "deepest"}}])
         True
         """
         if data is None:

@@ -46,6 +46,7 @@ from ndcg_spark.config.checks import (
 )
 from ndcg_spark.config.statistic import RATE, Statistic
 from ndcg_spark.errors import ContractError
+from ndcg_spark.measures import LEGACY_METRIC, METRICS
 
 __all__ = [
     "DESIGNS",
@@ -65,7 +66,10 @@ OUTCOME_RULES = ("outcome_arm_missing", "outcome_unit_in_two_arms", "outcome_uni
 _CHECK_FIELDS = frozenset({"name", "source", "column", "statistic", "better", "margin", "range", "flag", "threshold",
                            "value"})
 _RELEASE_FIELDS = frozenset({"outcomes", "arm", "unit", "design", "slices", "on_bad_rows"})
-_FIELDS = frozenset({"release", "documents", "checks", "bootstrap", "min_observed"})
+_FIELDS = frozenset({"release", "documents", "checks", "bootstrap", "min_observed", "headline"})
+_HEADLINE_FIELDS = frozenset({"metric", "k"})
+#: the offline headline shown beside the verdict when ``guardrails.headline`` is not declared
+DEFAULT_HEADLINE_METRIC = LEGACY_METRIC
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,10 @@ class GuardrailSpec:
     min_observed : a row (guardrail x K x slice) where an arm has fewer observed rows is flagged
         ``below_min_observed`` and its verdict is ``inconclusive`` (default 30, like
         ``compare.min_paired``): a bootstrap of a handful of rows is no evidence.
+    headline_metric, headline_k : the one offline metric shown beside the verdict (YAML
+        ``headline: {metric, k}``, or ``headline: <metric>``): a metric of ``contract.metrics`` at a K
+        of ``contract.k``; default NDCG at the contract's largest K (``headline_k`` None). Stamped on
+        every row (``headline_metric``, ``headline_k``); in the fingerprint only when declared.
     """
 
     checks: tuple[Guardrail, ...]
@@ -273,6 +281,8 @@ class GuardrailSpec:
     replicates: int = DEFAULT_REPLICATES
     seed: int = DEFAULT_SEED
     min_observed: int = 30
+    headline_metric: str = DEFAULT_HEADLINE_METRIC
+    headline_k: int | None = None
     sources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -292,6 +302,23 @@ class GuardrailSpec:
                            maximum=MAX_REPLICATES, zero_means="no intervals: every verdict inconclusive")
         require_seed(self.seed, "guardrails.bootstrap.seed")
         require_int(self.min_observed, "guardrails.min_observed", minimum=0)
+        require_choice(self.headline_metric, tuple(METRICS), "guardrails.headline.metric")
+        if self.headline_k is not None:
+            require_int(self.headline_k, "guardrails.headline.k", minimum=1)
+
+    def headline(self, contract: Any) -> tuple[str, int]:
+        """The offline headline (metric, K) under ``contract``; refuses, by name, a metric the
+        contract does not declare or a K it does not score."""
+        declared = [m.name for m in contract.metrics]
+        if self.headline_metric not in declared:
+            raise ContractError("guardrails.headline.metric",
+                                f"is {self.headline_metric!r}, which contract.metrics does not declare "
+                                f"({', '.join(declared)}); declare it there or name one of those")
+        if self.headline_k is not None and self.headline_k not in contract.k:
+            raise ContractError("guardrails.headline.k",
+                                f"is {self.headline_k}, which contract.k does not score ({list(contract.k)}); "
+                                "name one of those, or leave it out for the largest")
+        return self.headline_metric, self.headline_k if self.headline_k is not None else max(contract.k)
 
     @property
     def release_checks(self) -> tuple[Guardrail, ...]:
@@ -308,6 +335,9 @@ class GuardrailSpec:
             "release": None if self.release is None else self.release.to_dict(),
             "bootstrap": {"level": self.ci_level, "replicates": self.replicates, "seed": self.seed},
             "min_observed": self.min_observed,
+            # declared only: every guardrails section from before the headline keeps its fingerprint
+            **({"headline": {"metric": self.headline_metric, "k": self.headline_k}}
+               if (self.headline_metric, self.headline_k) != (DEFAULT_HEADLINE_METRIC, None) else {}),
         }
 
     @property
@@ -334,4 +364,11 @@ class GuardrailSpec:
         sources = {"outcomes": (data.get("release") or {}).get("outcomes"), "documents": data.get("documents")}
         parsed = tuple(Guardrail.parse(item, f"{path}.checks[{i}]") for i, item in enumerate(checks))
         extra = {"min_observed": data["min_observed"]} if "min_observed" in data else {}
+        headline = data.get("headline")
+        if isinstance(headline, str):
+            headline = {"metric": headline}
+        if headline is not None:
+            headline = require_mapping(headline, f"{path}.headline", _HEADLINE_FIELDS)
+            extra["headline_metric"] = headline.get("metric", DEFAULT_HEADLINE_METRIC)
+            extra["headline_k"] = headline.get("k")
         return cls(checks=parsed, release=release, sources=sources, **resampling, **extra)

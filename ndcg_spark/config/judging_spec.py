@@ -5,7 +5,7 @@ system's mean NDCG at one K (``aggregate``) or the delta of the comparison's two
 (``compare``, the systems of the ``compare:`` section). :mod:`ndcg_spark.judging` computes it.
 
 >>> JudgingSpec.from_dict({"target": "compare", "budget": 200, "k": 10})
-JudgingSpec(target='compare', budget=200, k=10, mean='macro', system=None)
+JudgingSpec(target='compare', budget=200, k=10, mean='macro', system=None, metric='ndcg')
 >>> JudgingSpec.from_dict({"budget": 0})
 Traceback (most recent call last):
 ...
@@ -20,6 +20,7 @@ from typing import Any
 from ndcg_spark.config.checks import require_choice, require_int, require_mapping, require_text
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError
+from ndcg_spark.measures import LEGACY_METRIC
 
 __all__ = ["DEFAULT_BUDGET", "MEANS", "MILESTONES", "TARGETS", "JudgingSpec", "describe_target"]
 
@@ -58,6 +59,13 @@ class JudgingSpec:
     mean : ``macro`` (each request once) or ``weighted`` (by the request's traffic weight).
     system : the system of an ``aggregate`` target; default the ``compare:`` section's candidate,
         else the night's only system.
+    metric : what the plan settles: ``ndcg``, the only metric planned (a plan ranks documents by
+        how far their grade can move NDCG@K, docs/judging.md); another metric is refused by name.
+
+    >>> JudgingSpec.from_dict({"metric": "precision"})
+    Traceback (most recent call last):
+    ...
+    ndcg_spark.errors.ContractError: judging.metric: is 'precision': judge-next plans NDCG only (a plan ranks documents by how far their grade can move NDCG@K, docs/judging.md); leave judging.metric out or set it to ndcg
     """
 
     target: str = "aggregate"
@@ -65,8 +73,13 @@ class JudgingSpec:
     k: int | None = None
     mean: str = "macro"
     system: str | None = None
+    metric: str = LEGACY_METRIC
 
     def __post_init__(self) -> None:
+        if self.metric != LEGACY_METRIC:
+            raise ContractError("judging.metric", f"is {self.metric!r}: judge-next plans NDCG only (a plan ranks "
+                                "documents by how far their grade can move NDCG@K, docs/judging.md); leave "
+                                "judging.metric out or set it to ndcg")
         require_choice(self.target, TARGETS, "judging.target")
         require_int(self.budget, "judging.budget", minimum=1)
         if self.k is not None:
@@ -78,7 +91,7 @@ class JudgingSpec:
     @classmethod
     def from_dict(cls, data: Any) -> JudgingSpec:
         """The spec of a YAML ``judging:`` mapping; ``None`` (no section) gives the defaults."""
-        return cls(**dict(require_mapping(data, "judging", {"target", "budget", "k", "mean", "system"})))
+        return cls(**dict(require_mapping(data, "judging", {"target", "budget", "k", "mean", "system", "metric"})))
 
     def narrowed(self, *, budget: int | None = None, target: str | None = None, k: int | None = None) -> JudgingSpec:
         """The spec with the command line's ``--budget``, ``--target`` and ``--k`` (None: keep)."""

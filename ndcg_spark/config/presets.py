@@ -22,7 +22,11 @@ Where each convention comes from (read in the tools' sources; docs/interop.md):
     binary relevance: a predicted document is relevant iff it is in the label set (gain 1); the
     ideal is ``min(|labels|, k)`` ones (from the labels, retrieved or not); the prediction array's
     order is the displayed order; an empty label set scores 0 and counts in the mean; so does an
-    empty prediction (``no_results: zero``; SPARK-14886).
+    empty prediction (``no_results: zero``; SPARK-14886). Its panel: ``ndcgAtK``, ``precisionAtK``
+    (``/ K``), ``recallAtK`` and ``meanAveragePrecisionAtK`` (``/ min(|labels|, K)``).
+
+Each preset declares its tool's whole panel of metrics (``trec_eval``: ``ndcg_cut``, ``recall``,
+``P``, ``map_cut``, ``success``, ``recip_rank``); ``metrics:`` beside it declares fewer or others.
 
 >>> resolve_preset({"preset": "trec_eval", "k": [10]})["ties"]
 'doc_id_desc'
@@ -52,6 +56,8 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "unjudged": "separate",
         "empty_ideal": "zero",
         "no_results": "zero",
+        # precisionAtK, recallAtK, meanAveragePrecisionAtK (/ min(|labels|, K)), ndcgAtK
+        "metrics": ("ndcg", "precision", "recall", MappingProxyType({"average_precision": {"denominator": "capped"}})),
     }),
     "trec_eval": MappingProxyType({
         "gain": "linear",
@@ -63,6 +69,10 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "empty_ideal": "zero",
         "negative_grades": "zero",
         "no_results": "exclude",
+        # ndcg_cut_K, recall_K, P_K, map_cut_K (/ R), success_K and recip_rank (no cutoff: within the
+        # largest K, which equals it when that K is at least the run's depth, as trec_eval's 1000 is)
+        "metrics": ("ndcg", "recall", "precision", "average_precision", "hit_rate",
+                    MappingProxyType({"reciprocal_rank": {"cutoff": "deepest"}})),
     }),
 })
 

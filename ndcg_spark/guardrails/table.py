@@ -128,6 +128,7 @@ def guardrail_table(
         "run_id": sides.run_id, "baseline": arms[0], "candidate": arms[1], "overall_verdict": overall,
         "ci_level": spec.ci_level if spec.replicates else None, "bootstrap_replicates": spec.replicates,
         "seed": spec.seed, "min_observed": spec.min_observed, "guardrail_fingerprint": spec.fingerprint,
+        **dict(zip(("headline_metric", "headline_k"), spec.headline(contract or Contract()))),
         "contract_fingerprint": sides.contract_fingerprint,
         "code_version": code_version or __version__,
         "created_at": (created_at or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0),

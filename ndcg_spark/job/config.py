@@ -385,7 +385,11 @@ class JobConfig:
         """The ``guardrails:`` section as a :class:`~ndcg_spark.config.guardrail_spec.GuardrailSpec`, or
         None when the job declares no guardrails."""
         section = self.section("guardrails")
-        return None if section is None else GuardrailSpec.from_dict(section)
+        if section is None:
+            return None
+        spec = GuardrailSpec.from_dict(section)
+        spec.headline(self.contract)  # a headline the contract does not score: refused before any work
+        return spec
 
     def guardrail_sources(self, spec: GuardrailSpec) -> tuple[Source | None, Source | None]:
         """Where the release's outcomes (``guardrails.release.outcomes``) and the documents table

@@ -124,7 +124,7 @@ def _ndcg_at_every_k(contract: Contract, ranked: Column, base: Column, judged: t
         shown = F.transform(ranked, lambda it: it.withField("gain", F.when(it["doc_id"] == doc, x).otherwise(it["gain"])))
         ideal = F.concat(F.filter(base, lambda v: v >= x), F.array(x), F.filter(base, lambda v: v < x))
     lst = RankedList(shown, {"gain": lambda it: it["gain"]}, ideal=ideal, tie_aware=tie_aware(contract))
-    return F.array(*[value_of(NDCG(), lst, k) for k in contract.k])
+    return F.array(*[value_of(NDCG(), lst, k, contract.max_k) for k in contract.k])
 
 
 def judging_swings(

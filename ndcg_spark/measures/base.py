@@ -104,6 +104,12 @@ class Component:
     compute: Callable[[RankedList, int], Column]
     ideal: bool = False
     reads: str = "gain"
+    #: computed at the contract's largest K on every K's row (a sum over the deepest list the plans hold)
+    deepest: bool = False
+
+    def at(self, ranked: RankedList, k: int, max_k: int) -> Column:
+        """Its column on the row of cutoff ``k`` of a contract whose largest K is ``max_k``."""
+        return self.compute(ranked, max_k if self.deepest else k)
 
 
 def _dcg(ranked: RankedList, k: int) -> Column:
@@ -116,6 +122,18 @@ def _idcg(ranked: RankedList, k: int) -> Column:
 
 def _hits(ranked: RankedList, k: int) -> Column:
     return ranked.counted(k, "relevant")
+
+
+def _shown(ranked: RankedList, k: int) -> Column:
+    return ranked.shown(k)
+
+
+def _first_relevant(ranked: RankedList, k: int) -> Column:
+    return ranked.first(k, "relevant")
+
+
+def _precision_sum(ranked: RankedList, k: int) -> Column:
+    return ranked.precision_sum(k, "relevant")
 
 
 def _n_relevant(ranked: RankedList, k: int) -> Column:
@@ -134,6 +152,13 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType({c.name: c for c in (
     Component("n_relevant", "bigint",
               "the request's relevant documents under the contract's `ideal_from` (its candidates, or every "
               "judged document of the request)", _n_relevant, ideal=True, reads="relevant"),
+    Component("n_shown", "int", "documents ranked within the top K: `min(k, the list's length)`", _shown),
+    Component("precision_sum", "double",
+              "the sum, over the displayed ranks p <= K holding a relevant document, of the relevant share of the "
+              "top p (average precision's numerator)", _precision_sum, reads="relevant"),
+    Component("first_relevant_rank", "int",
+              "the displayed rank of the first relevant document within the contract's largest K (0: none there); "
+              "the same on every K's row", _first_relevant, reads="relevant", deepest=True),
 )})
 
 
@@ -154,6 +179,8 @@ class Metric:
     parameters: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({})
     #: whether a document counts as relevant or not (``contract.relevant_grade``) rather than by its gain
     binary: ClassVar[bool] = False
+    #: whether ``ties: average`` (the expected value over every order of each tie) is implemented for it
+    tie_average: ClassVar[bool] = True
     #: the metric a contract scores when it declares none, and the one the tables held before they had
     #: a ``metric`` column (their columns named after it: :mod:`ndcg_spark.legacy`); one metric is
     legacy: ClassVar[bool] = False

@@ -173,6 +173,32 @@ def count_top(values: Column, k: int, field: Callable[[Column], Column] | None =
     return total
 
 
+def precision_sum(values: Column, k: int, field: Callable[[Column], Column] | None = None) -> Column:
+    """``sum over p <= k with flag_p true of (the true flags among the first p) / p``: average
+    precision's numerator (``field`` picks the boolean out of an element; None: the elements are
+    booleans; a null or a position past the end is false). One pass over the first k.
+
+    >>> flags = spark.createDataFrame([([True, False, True, None],), ([],)], "hits array<boolean>")
+    >>> flags.select(F.round(precision_sum(F.col("hits"), 3), 6).alias("top_3")).show()
+    +--------+
+    |   top_3|
+    +--------+
+    |1.666667|
+    |     0.0|
+    +--------+
+    <BLANKLINE>
+    """
+    flags = F.slice(values if field is None else F.transform(values, field), 1, k)
+    start = F.struct(F.lit(0).alias("p"), F.lit(0).alias("hits"), F.lit(0.0).alias("total"))
+
+    def step(acc: Column, flag: Column) -> Column:
+        p, hits = acc["p"] + 1, acc["hits"] + F.when(flag, 1).otherwise(0)
+        return F.struct(p.alias("p"), hits.alias("hits"),
+                        (acc["total"] + F.when(flag, hits / p).otherwise(F.lit(0.0))).alias("total"))
+
+    return F.aggregate(flags, start, step, lambda acc: acc["total"])
+
+
 def expected_count(items: Column, k: int, field: Callable[[Column], Column]) -> Column:
     """Tie-aware count of the true ``field`` among the first k items (McSherry & Najork 2008): its
     expected value over every order of each tie. ``items`` as :func:`expected_dcg`'s; an item of a

@@ -9,6 +9,8 @@ way, to the same bits:
 
 * :meth:`RankedList.discounted` -- a field summed over the top k with the log2 discount (DCG);
 * :meth:`RankedList.counted` -- a boolean field counted over the top k (relevant documents);
+* :meth:`RankedList.shown`, :meth:`RankedList.first`, :meth:`RankedList.precision_sum` -- the top
+  k's length, the rank of its first relevant document, and average precision's numerator;
 * :attr:`RankedList.ideal` -- the ideal's gains, largest first, and :attr:`RankedList.n_relevant`,
   the request's relevant documents, both from the contract's ideal source.
 
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ndcg_spark.metrics.dcg import count_top, dcg, expected_count, expected_dcg
+from ndcg_spark.metrics.dcg import count_top, dcg, expected_count, expected_dcg, precision_sum
 
 __all__ = ["RankedList"]
 
@@ -58,6 +60,8 @@ class RankedList:
     n_relevant : the request's relevant documents under the ideal source (None: no metric reads it).
     tie_aware : the items carry ``tie_start`` / ``tie_size`` and the sums are expected values.
     arrays : field name -> an array of that field in ranked order, read instead of ``items``.
+    length : how many items the list ranks, where ``items`` is padded (the dense plan's arrays hold
+        every position up to max K); None: ``items``' size.
     """
 
     items: Column | None
@@ -66,6 +70,7 @@ class RankedList:
     n_relevant: Column | None = None
     tie_aware: bool = False
     arrays: Mapping[str, Column] = field(default_factory=dict)
+    length: Column | None = None
 
     @classmethod
     def nothing(cls, ideal: Column, n_relevant: Column | None = None) -> RankedList:
@@ -100,6 +105,29 @@ class RankedList:
         if self.tie_aware:
             return expected_count(values, k, accessor or (lambda x: x))
         return count_top(values, k, accessor)
+
+    def shown(self, k: int) -> Column:
+        """How many items the top k holds: ``min(k, the list's length)`` (an int)."""
+        if self.items is None and self.length is None:
+            return F.lit(0)
+        length = self.length if self.length is not None else F.size(self.items)
+        return F.least(length, F.lit(k)).cast("int")
+
+    def first(self, k: int, name: str) -> Column:
+        """The rank (1-based) of the first of the top k with ``[name]`` true; 0 when none is (an int)."""
+        if self.items is None and name not in self.arrays:
+            return F.lit(0)
+        values, accessor = self._source(name)
+        flags = F.slice(values if accessor is None else F.transform(values, accessor), 1, k)
+        return F.array_position(flags, F.lit(True)).cast("int")
+
+    def precision_sum(self, k: int, name: str) -> Column:
+        """``sum over p <= k with [name]_p true of (the true among the top p) / p``: average
+        precision's numerator (a double)."""
+        if self.items is None and name not in self.arrays:
+            return F.lit(0.0)
+        values, accessor = self._source(name)
+        return precision_sum(values, k, accessor)
 
     def ideal_discounted(self, k: int) -> Column:
         """DCG@k of the ideal's gains."""

@@ -160,13 +160,21 @@ def _verdicts(rows: Sequence[Row], ks: Sequence[Any], data: Mapping[str, Any]) -
     pairs = list(dict.fromkeys((r.get("baseline"), r.get("candidate")) for r in rows))
     shown.sort(key=lambda r: (pairs.index((r.get("baseline"), r.get("candidate"))), sort_key(r, "k")))
     guardrails = data.get("guardrails") or []
-    beside = [offline_headline(shown, *pair, metric) for pair in pairs] if guardrails else []  # the guardrails' K
+    beside = [_guarded(shown, pair, metric, guardrails) for pair in pairs] if guardrails else []
     panel = [m for m in (data.get("metrics") or [])[1:]]
     top = max(r.get("k") for r in shown)
     lines = [_verdict_line(r, guardrail_verdict_html(guardrails, r.get("baseline"), r.get("candidate"))
                            if any(r is b for b in beside) else "",
                            _panel_deltas(every, r, panel) if r.get("k") == top else "") for r in shown]
     return ["<ul class='verdicts'>", *lines, "</ul>"]
+
+
+def _guarded(shown: Sequence[Row], pair: tuple[Any, Any], metric: str, guardrails: Sequence[Row]) -> Row | None:
+    """The line the pair's guardrail verdict goes on: at the guardrails' headline K (stamped on their
+    rows), else -- that K not shown, or rows from before the stamp -- the largest K up to 10."""
+    stamped = next((g for g in guardrails if (g.get("baseline"), g.get("candidate")) == pair), {})
+    return (offline_headline(shown, *pair, {"headline_metric": metric, "headline_k": stamped.get("headline_k")})
+            or offline_headline(shown, *pair, {"headline_metric": metric}))
 
 
 def _panel_deltas(rows: Sequence[Row], at: Row, metrics: Sequence[str]) -> str:
@@ -180,7 +188,8 @@ def _panel_deltas(rows: Sequence[Row], at: Row, metrics: Sequence[str]) -> str:
             interval = fmt_interval(r.get("delta_macro_ci_low"), r.get("delta_macro_ci_high"), fmt_delta)
             parts.append(f"{escape(label(m, r.get('k')))} <span class='num'>{escape(fmt_delta(r.get('delta_macro')))}"
                          f"</span> <span class='ci'>{escape(interval)}</span>")
-    return "<br><span class='den'>" + " · ".join(parts) + "</span>" if parts else ""
+    # each metric's delta unbroken, the line breaking between them (six metrics outgrow a screen)
+    return "<br>" + " · ".join(f"<span class='den'>{part}</span>" for part in parts) if parts else ""
 
 
 def _verdict_line(r: Row, guardrails: str = "", panel: str = "") -> str:

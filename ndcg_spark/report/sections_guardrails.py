@@ -35,7 +35,6 @@ from ndcg_spark.report.format import (
     safe_name,
     td,
 )
-from ndcg_spark.measures import LEGACY_METRIC
 from ndcg_spark.report.panel import label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 from ndcg_spark.report.text_guardrails import (
@@ -46,6 +45,7 @@ from ndcg_spark.report.text_guardrails import (
     fmt_margin,
     fmt_value,
     guardrail_label,
+    headline_label,
     is_conditional,
     offline_headline,
     overall_rows,
@@ -100,7 +100,8 @@ def _comparison(b: str, c: str, pair: Sequence[Row], comparisons: Sequence[Row])
     overall = overall_rows(pair)
     out = [f"<h3 id='guardrails-{escape(safe_name(b))}-{escape(safe_name(c))}'>{escape(c)} (candidate) vs "
            f"{escape(b)} (baseline): guardrails {_verdict_html(overall_verdict(pair))}</h3>",
-           _glance(overall, offline_headline(comparisons, pair[0].get("baseline"), pair[0].get("candidate"))),
+           _glance(overall, offline_headline(comparisons, pair[0].get("baseline"), pair[0].get("candidate"), pair[0]),
+                   headline_label(pair[0])),
            "<table><tr><th class='l'>guardrail</th><th class='l'>statistic</th>"
            f"<th>{escape(b)} (baseline)</th><th>{escape(c)} (candidate)</th><th>difference [interval]</th>"
            "<th>margin</th><th class='l'>verdict</th></tr>"]
@@ -114,11 +115,11 @@ def _comparison(b: str, c: str, pair: Sequence[Row], comparisons: Sequence[Row])
     return out + _slices(pair)
 
 
-def _glance(overall: Sequence[Row], offline: Row | None) -> str:
+def _glance(overall: Sequence[Row], offline: Row | None, headline: str) -> str:
     """``NDCG@5 +0.0912 [...] · latency_p95 +29.8% (fail) · …``: every overall guardrail beside the
     headline metric's delta."""
     if offline is None:
-        parts = [f"<span class='sub'>{escape(label(LEGACY_METRIC))}: no comparison row</span>"]
+        parts = [f"<span class='sub'>{escape(headline)}: no comparison row</span>"]
     else:
         interval = fmt_interval(offline.get("delta_macro_ci_low"), offline.get("delta_macro_ci_high"), fmt_delta)
         parts = [f"{escape(label(metric_of(offline), offline.get('k')))} <span class='num'>"

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ndcg_spark.config.trend_spec import flag_text, raised_flags
-from ndcg_spark.measures import what_if_names
+from ndcg_spark.measures import split_measure, what_if_names
 from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit
 from ndcg_spark.report.panel import declared, label, metric_of, of_metric
 from ndcg_spark.report.text_guardrails import format_guardrails
@@ -124,10 +124,14 @@ def aggregate_summary(overall: Rows, audit: Rows, metrics: list[str] | None = No
     * its interval lies wholly below the overall mean)
       bm25       equipment_rarity     rare                        0.5557 [0.5446, 0.5661] gap -0.0979* (1,698 eligible)
       bm25       permission_group     no slice has enough eligible requests (0 of 3 ranked)
-    >>> recall = dict(overall[0], metric="recall", macro=0.7012, macro_ci_low=0.698, macro_ci_high=0.7043, weighted=0.71)
-    >>> print("\\n".join(_panel_lines(overall + [recall], ["ndcg", "recall"])))
-    the other metrics at k=10 (macro [95% interval], weighted; eligible requests where they differ from NDCG's):
-      bm25       p1                 recall@10  0.7012 [0.6980, 0.7043]  weighted 0.7100
+    >>> recall = dict(overall[0], metric="recall", macro=0.7012, macro_ci_low=0.698, macro_ci_high=0.7043)
+    >>> hybrid = [dict(r, system="hybrid", macro=r["macro"] + 0.05, n_eligible=17000) for r in overall + [recall]]
+    >>> hit = [dict(r, metric="hit_rate", n_eligible=16990) for r in (recall, hybrid[1])]
+    >>> print("\\n".join(_panel_lines(overall + [recall] + hybrid + hit, ["ndcg", "recall", "hit_rate"])))
+    the other metrics at k=10 (macro [95% interval]; eligible requests where they differ from NDCG's):
+                   bm25 (p1)                                  hybrid (p1)
+      recall@10    0.7012 [0.6980, 0.7043]                    0.7512 [0.6980, 0.7043]
+      hit rate@10  0.7012 [0.6980, 0.7043] (16,990 eligible)  0.7512 [0.6980, 0.7043] (16,990 eligible)
     """
     headline = declared(overall, metrics)[0]
     return "\n".join(_overall_lines(of_metric(overall, headline), headline) + _panel_lines(overall, metrics)
@@ -135,7 +139,8 @@ def aggregate_summary(overall: Rows, audit: Rows, metrics: list[str] | None = No
 
 
 def _panel_lines(overall: Rows, metrics: list[str] | None) -> list[str]:
-    """The declared metrics after the headline, at the largest K: one line per system and metric."""
+    """The declared metrics after the headline, at the largest K: a line per metric, a column per
+    system x pool (macro mean and interval; the eligible count where it differs from the headline's)."""
     headline, *panel = declared(overall, metrics)
     rows = [r for r in overall if metric_of(r) in panel]
     if not rows:
@@ -144,15 +149,21 @@ def _panel_lines(overall: Rows, metrics: list[str] | None) -> list[str]:
     levels = {r["ci_level"] for r in rows if r.get("ci_level")}
     level = f"{100 * levels.pop():g}% interval" if len(levels) == 1 else "interval"
     eligible = {(r["system"], r["pool_version"], r["k"]): r["n_eligible"] for r in of_metric(overall, headline)}
-    lines = [f"the other metrics at k={top_k} (macro [{level}], weighted; eligible requests where they differ from "
-             f"{label(headline)}'s):"]
+    columns = list(dict.fromkeys((r["system"], r["pool_version"]) for r in rows if r["k"] == top_k))
+    cells = {}
+    for r in (r for r in rows if r["k"] == top_k):
+        own = "" if eligible.get((r["system"], r["pool_version"], r["k"])) == r["n_eligible"] \
+            else f" ({r['n_eligible']:,} eligible)"
+        cells[metric_of(r), r["system"], r["pool_version"]] = _mean(r["macro"], r["macro_ci_low"], r["macro_ci_high"]) + own
+    names = [f"{system} ({pool})" for system, pool in columns]
+    widths = [max([len(name)] + [len(cells.get((m, *c), "n/a")) for m in panel]) for name, c in zip(names, columns)]
+    first = max(len(label(m, top_k)) for m in panel)
+    lines = [f"the other metrics at k={top_k} (macro [{level}]; eligible requests where they differ from "
+             f"{label(headline)}'s):",
+             f"  {'':<{first}}" + "".join(f"  {name:<{w}}" for name, w in zip(names, widths)).rstrip()]
     for m in panel:
-        for r in (r for r in of_metric(rows, m) if r["k"] == top_k):
-            own = "" if eligible.get((r["system"], r["pool_version"], r["k"])) == r["n_eligible"] \
-                else f"  ({r['n_eligible']:,} eligible)"
-            lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(m, top_k):<10} "
-                         f"{_mean(r['macro'], r['macro_ci_low'], r['macro_ci_high'])}  weighted {_number(r['weighted'])}"
-                         f"{own}")
+        lines.append(f"  {label(m, top_k):<{first}}"
+                     + "".join(f"  {cells.get((m, *c), 'n/a'):<{w}}" for c, w in zip(columns, widths)).rstrip())
     return lines
 
 
@@ -262,15 +273,18 @@ def format_comparison(rows: Rows, metrics: list[str] | None = None) -> str:
 
 
 def _comparison_panel(rows: Rows, k: Any, headline: str) -> list[str]:
-    """Every other metric (and what-if) of the comparison at ``k``, overall: its delta, interval, p
-    and win / tie / loss."""
-    others = [r for r in rows if r["slice_dimension"] == OVERALL and r["k"] == k and metric_of(r) != headline]
+    """Every other metric of the comparison at ``k``, overall, then the headline's what-ifs: each
+    one's delta, interval, p and win / tie / loss (the other metrics' what-ifs are in the table)."""
+    overall = [r for r in rows if r["slice_dimension"] == OVERALL and r["k"] == k and metric_of(r) != headline]
+    others = ([r for r in overall if split_measure(metric_of(r))[1] is None]
+              + [r for r in overall if split_measure(metric_of(r))[0] == headline])
     if not others:
         return []
+    width = max(len(label(metric_of(r), k)) for r in others)
     lines = [f"  the other metrics at k={k} (macro delta [interval], p, win/tie/loss over paired requests):"]
     for r in others:
         lines.append(
-            f"    {label(metric_of(r), k):<52} {_delta(r['delta_macro'], r['delta_macro_ci_low'], r['delta_macro_ci_high']):<27} "
+            f"    {label(metric_of(r), k):<{width}} {_delta(r['delta_macro'], r['delta_macro_ci_low'], r['delta_macro_ci_high']):<27} "
             f"p {_number(r['p_value_macro'], '{:.3f}')}  {r['wins']:,}/{r['ties']:,}/{r['losses']:,} "
             f"({r['n_paired']:,} paired)"
         )
@@ -380,22 +394,43 @@ def _change(r: Mapping[str, Any]) -> str:
             f"{_number(None if share is None else 100 * share, '{:+.1f}')} pts){moved}")
 
 
-def night_over_night(rows: Rows, metrics: list[str] | None = None) -> str:
-    """One line per system x K of a run's overall trend rows: the change from the previous
-    comparable night, or why there is none; a block per declared metric, the headline first.
+def _moves(r: Mapping[str, Any]) -> list:
+    """The move flags a trend row raises (a shift in no-answer traffic is the night's, not a metric's)."""
+    return [f for f in raised_flags(r) if f.kind == "move"]
 
-    >>> print(night_over_night([{"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "macro": 0.52,
-    ...     "previous_run_id": "2026-11-27", "comparable": True, "delta_macro": -0.08,
-    ...     "empty_ideal_share_change": 0.081, "moved": True, "empty_ideal_shifted": True}]))
+
+def night_over_night(rows: Rows, metrics: list[str] | None = None) -> str:
+    """One line per system x K of a run's overall trend rows for the headline metric: the change
+    from the previous comparable night, or why there is none; then the other declared metrics at the
+    largest K (and at any K where one was flagged), one line each.
+
+    >>> row = {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "macro": 0.52,
+    ...        "previous_run_id": "2026-11-27", "comparable": True, "delta_macro": -0.08,
+    ...        "empty_ideal_share_change": 0.081, "moved": True, "empty_ideal_shifted": True}
+    >>> print(night_over_night([row, dict(row, metric="recall", macro=0.71, delta_macro=0.0004, moved=False)]))
     night over night (overall macro NDCG; comparable: same contract and pool version):
       bm25       p1                  10  0.5200  -0.0800 vs 2026-11-27 (empty-ideal share +8.1 pts); MOVED, but the empty-ideal share moved too: may be traffic, not ranking
+    the other metrics, night over night (the same nights; at k=10, and where flagged):
+      bm25       p1                 recall@10  0.7100  +0.0004
     """
-    lines = []
-    for metric in declared(rows, metrics):
-        lines.append(f"night over night (overall macro {label(metric)}; comparable: same contract and pool version):")
-        for r in of_metric(rows, metric):
-            lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
-                         f"{_number(r.get('macro'))}  {_change(r)}")
+    headline, *panel = declared(rows, metrics)
+    lines = [f"night over night (overall macro {label(headline)}; comparable: same contract and pool version):"]
+    for r in of_metric(rows, headline):
+        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
+                     f"{_number(r.get('macro'))}  {_change(r)}")
+    others = [r for r in rows if metric_of(r) in panel]
+    if not others:
+        return "\n".join(lines)
+    top_k = max(r["k"] for r in others)
+    shown = [r for m in panel for r in of_metric(others, m) if r["k"] == top_k or _moves(r)]
+    width = max(len(label(metric_of(r), r["k"])) for r in shown)
+    lines.append(f"the other metrics, night over night (the same nights; at k={top_k}, and where flagged):")
+    for r in shown:
+        flags = flag_text(_moves(r)) if r.get("comparable") else ""  # the night's shifts: said above
+        change = (_signed(r.get("delta_macro")) if r.get("comparable") and r.get("previous_run_id") is not None
+                  else _change(r)) + (f"; {flags}" if flags else "")
+        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(metric_of(r), r['k']):<{width}}  "
+                     f"{_number(r.get('macro'))}  {change}")
     return "\n".join(lines)
 
 

@@ -36,7 +36,7 @@ from ndcg_spark.measures import LEGACY_METRIC
 from ndcg_spark.report.panel import declared, label, metric_of
 from ndcg_spark.report.sections_comparison import comparison_pairs
 
-__all__ = ["HEADLINE_K", "VERDICT_WORDS", "Words", "disagreeing_slices", "fmt_arm_interval", "fmt_difference",
+__all__ = ["HEADLINE_K", "headline_label", "VERDICT_WORDS", "Words", "disagreeing_slices", "fmt_arm_interval", "fmt_difference",
            "fmt_margin", "fmt_reach", "fmt_sig", "fmt_value", "format_guardrails", "guardrail_label", "is_conditional",
            "offline_headline", "overall_rows", "overall_verdict", "release_counts", "verdict_words"]
 
@@ -180,12 +180,17 @@ def overall_verdict(rows: Sequence[Row]) -> Any:
 
 
 def offline_headline(comparison_rows: Sequence[Row], baseline: Any, candidate: Any,
-                     metric: str | None = None) -> Row | None:
-    """The comparison's overall row of the headline metric (``metric``, else the first declared: NDCG
-    by default) at its largest K up to :data:`HEADLINE_K` (else its smallest K), or None."""
-    metric = metric or declared(comparison_rows)[0] if comparison_rows else metric
+                     stamped: Row | None = None) -> Row | None:
+    """The comparison's overall row of the guardrails' headline metric, or None: the metric and K
+    ``stamped`` on the guardrail rows (``headline_metric``, ``headline_k``: ``guardrails.headline``),
+    else -- rows from before the stamp -- the first declared metric (NDCG by default) at its
+    largest K up to :data:`HEADLINE_K` (else its smallest K)."""
+    metric = (stamped or {}).get("headline_metric") or (declared(comparison_rows)[0] if comparison_rows else None)
     overall = [r for r in comparison_rows if r.get("slice_dimension") == OVERALL and _number(r.get("k")) is not None
                and (r.get("baseline"), r.get("candidate")) == (baseline, candidate) and metric_of(r) == metric]
+    k = _number((stamped or {}).get("headline_k"))
+    if k is not None:
+        return next((r for r in overall if _number(r.get("k")) == k), None)
     within = [r for r in overall if _number(r.get("k")) <= HEADLINE_K]
     if within:
         return max(within, key=lambda r: _number(r.get("k")))
@@ -198,9 +203,15 @@ def release_counts(rows: Sequence[Row]) -> tuple[str, str] | None:
     return None if release is None else (fmt_count(release.get("rows_read")), fmt_count(release.get("rows_set_aside")))
 
 
-def _offline_words(row: Row | None) -> str:
+def headline_label(stamped: Row | None) -> str:
+    """``NDCG@10``: the guardrail rows' headline (``NDCG`` for rows from before the stamp)."""
+    stamped = stamped or {}
+    return label(stamped.get("headline_metric") or LEGACY_METRIC, stamped.get("headline_k"))
+
+
+def _offline_words(row: Row | None, stamped: Row | None = None) -> str:
     if row is None:
-        return f"{label(LEGACY_METRIC)}: no comparison row"
+        return f"{headline_label(stamped)}: no comparison row"
     interval = fmt_interval(row.get("delta_macro_ci_low"), row.get("delta_macro_ci_high"), fmt_delta)
     return f"{label(metric_of(row), row.get('k'))} {fmt_delta(row.get('delta_macro'))}" + (f" {interval}" if interval else "")
 
@@ -269,7 +280,7 @@ def _headline(baseline: Any, candidate: Any, pair: Sequence[Row], overall: Seque
              for r in overall if r.get("verdict") != "pass"]
     rest = "; ".join(named) if named else f"all {len(overall)} guardrails pass"
     return (f"guardrails {candidate} vs {baseline}: {verdict_words(overall_verdict(pair)).flag} — "
-            f"{_offline_words(offline_headline(comparison_rows, baseline, candidate))}; {rest}")
+            f"{_offline_words(offline_headline(comparison_rows, baseline, candidate, pair[0]), pair[0])}; {rest}")
 
 
 def _overall_line(r: Row) -> str:

@@ -65,7 +65,7 @@ def metrics_columns(
     components = component_names(names)
     out = []
     for slot, k in enumerate(contract.k):
-        fields = {name: COMPONENTS[name].compute(ranked, k) for name in components}
+        fields = {name: COMPONENTS[name].at(ranked, k, contract.max_k) for name in components}
         counted = contract.unjudged.counts and unjudged is not None
         fields["n_unjudged_in_top_k"] = (unjudged(k) if counted else F.lit(None)).cast("int")
         for metric in contract.metrics:
@@ -75,10 +75,11 @@ def metrics_columns(
     return out
 
 
-def value_of(metric: Metric, ranked: RankedList, k: int) -> Column:
-    """``metric`` of the list ``ranked`` at ``k`` from its components; null without an ideal."""
+def value_of(metric: Metric, ranked: RankedList, k: int, max_k: int) -> Column:
+    """``metric`` of the list ``ranked`` at ``k`` (of a contract whose largest K is ``max_k``) from
+    its components; null without an ideal."""
     def c(name: str) -> Column:
-        return COMPONENTS[name].compute(ranked, k)
+        return COMPONENTS[name].at(ranked, k, max_k)
 
     return F.when(metric.has_ideal(c), metric.value(c, k))
 
@@ -86,7 +87,7 @@ def value_of(metric: Metric, ranked: RankedList, k: int) -> Column:
 def scored(contract: Contract, metric: Metric, ranked: RankedList, k: int) -> Column:
     """``metric`` of ``ranked`` at ``k``, its own empty ideal scored as the contract's ``empty_ideal``
     says (null when it sets requests aside, else 0): a what-if's value."""
-    return value_of(metric, ranked, k).otherwise(contract.empty_ideal.column())
+    return value_of(metric, ranked, k, contract.max_k).otherwise(contract.empty_ideal.column())
 
 
 def doc_id_tie_break(contract: Contract, doc_id: Column) -> Column:

@@ -291,7 +291,7 @@ def _ranked(contract: Contract, side: str) -> RankedList:
         arrays["relevant"] = F.col(f"_relevant_{side}" if side else "shown_relevant")
         relevant = F.col(f"_n_relevant_{side}" if side else "n_relevant")
     return RankedList(arrays["gain"], ideal=F.col(f"_ideal_{side}" if side else "ideal"), n_relevant=relevant,
-                      arrays=arrays)
+                      arrays=arrays, length=F.col("n_candidates"))
 
 
 def _what_ifs(contract: Contract) -> tuple[RankedList, RankedList] | None:
