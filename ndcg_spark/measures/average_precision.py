@@ -48,6 +48,3 @@ class AveragePrecision(Metric):
         if self.params["denominator"] == "capped":
             relevant = F.least(relevant, F.lit(k))
         return c("precision_sum") / relevant
-
-    def has_ideal(self, c: Components) -> Column:
-        return c("n_relevant") > 0

@@ -164,8 +164,8 @@ COMPONENTS: Mapping[str, Component] = MappingProxyType({c.name: c for c in (
 
 class Metric:
     """One metric as the contract declares it: a subclass per metric, an instance per declaration
-    (its parameters resolved). Subclasses set the class attributes and :meth:`value` /
-    :meth:`has_ideal`."""
+    (its parameters resolved). Subclasses set the class attributes and :meth:`value` (and
+    :meth:`has_ideal` unless a relevant document gives the ideal, as for every binary metric)."""
 
     #: the name the contract declares it with, its per-request column, the ``metric`` column's value
     name: ClassVar[str] = ""
@@ -212,8 +212,9 @@ class Metric:
         raise NotImplementedError
 
     def has_ideal(self, c: Components) -> Column:
-        """Whether the request has an ideal for this metric (its denominator is not 0)."""
-        raise NotImplementedError
+        """Whether the request has an ideal for this metric (its denominator is not 0): for a binary
+        metric (the default here, ``n_relevant`` among its components), a relevant document."""
+        return c("n_relevant") > 0
 
     # ------------------------------------------------------------------ how it is named and stamped
     @property

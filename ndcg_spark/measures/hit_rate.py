@@ -35,6 +35,3 @@ class HitRate(Metric):
         from pyspark.sql import functions as F
 
         return F.when(c("relevant_in_top_k") > 0, F.lit(1.0)).otherwise(F.lit(0.0))
-
-    def has_ideal(self, c: Components) -> Column:
-        return c("n_relevant") > 0

@@ -46,6 +46,3 @@ class Precision(Metric):
             return c("relevant_in_top_k") / F.lit(k)
         # nothing shown, nothing relevant shown: 0 (a no-result list's value, where one is scored)
         return F.when(c("n_shown") > 0, c("relevant_in_top_k") / c("n_shown")).otherwise(F.lit(0.0))
-
-    def has_ideal(self, c: Components) -> Column:
-        return c("n_relevant") > 0

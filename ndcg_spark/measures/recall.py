@@ -47,6 +47,3 @@ class Recall(Metric):
         if self.params["denominator"] == "capped":
             relevant = F.least(relevant, F.lit(k))
         return c("relevant_in_top_k") / relevant
-
-    def has_ideal(self, c: Components) -> Column:
-        return c("n_relevant") > 0

@@ -47,6 +47,3 @@ class ReciprocalRank(Metric):
         rank = c("first_relevant_rank")
         found = rank > 0 if self.params["cutoff"] == "deepest" else (rank > 0) & (rank <= k)
         return F.when(found, F.lit(1.0) / rank).otherwise(F.lit(0.0))
-
-    def has_ideal(self, c: Components) -> Column:
-        return c("n_relevant") > 0
