@@ -28,8 +28,10 @@ except ImportError:  # pragma: no cover - run from inside tests/
     from oracle import score_sample_folder  # type: ignore[no-redef]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-#: the fingerprint the README prints for both files' contract (its compare examples)
-README_FINGERPRINT = "e547899aba4377d0"
+#: the fingerprint docs/operations.md's transcripts print for local.yaml's contract (its six metrics)
+LOCAL_FINGERPRINT = "77fb21638cbb5b04"
+#: compare_pools.yaml's: the same contract with NDCG and recall only (the end-to-end comparison's pair)
+POOLS_FINGERPRINT = "e547899aba4377d0"
 N_REQUESTS = 30
 RUN_ID = "2026-11-29"
 EPS = 1e-12
@@ -38,10 +40,14 @@ EPS = 1e-12
 def test_the_shipped_yamls_load_with_the_readmes_contract_fingerprint():
     local = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "local.yaml")
     pools = ndcg_spark.JobConfig.from_yaml(CHECKOUT / "conf" / "compare_pools.yaml")
-    expected = ndcg_spark.Contract(k=[1, 3, 5, 10], gain="exponential", order="position", unjudged="separate",
-                                   empty_ideal="exclude", max_grade=3, metrics=["ndcg", "recall"])
-    assert local.contract == expected and pools.contract.fingerprint == expected.fingerprint
-    assert expected.fingerprint == README_FINGERPRINT
+    choices = dict(k=[1, 3, 5, 10], gain="exponential", order="position", unjudged="separate",
+                   empty_ideal="exclude", max_grade=3)
+    expected = ndcg_spark.Contract(metrics=["ndcg", "recall", "precision", "average_precision", "reciprocal_rank",
+                                            "hit_rate"], **choices)
+    assert local.contract == expected and expected.fingerprint == LOCAL_FINGERPRINT
+    assert LOCAL_FINGERPRINT in (CHECKOUT / "docs" / "operations.md").read_text()
+    pair = ndcg_spark.Contract(metrics=["ndcg", "recall"], **choices)
+    assert pools.contract == pair and pair.fingerprint == POOLS_FINGERPRINT
     # relative paths are relative to the checkout (the YAML's folder's parent)
     assert local.candidates.path == str(CHECKOUT / "data" / "sample" / "candidates")
     assert pools.candidates.path == str(CHECKOUT / "data" / "sample-pools" / "candidates")

@@ -423,6 +423,14 @@ def compared(choices: dict) -> list[str]:
             + [c for m in metrics for c in (m, f"{m}_unjudged_low", f"{m}_unjudged_high")])
 
 
+def expected_rows(prepared, k, choices: dict) -> dict:
+    """The oracle's rows under these choices, restricted to the columns :func:`compared` selects
+    (the oracle gives every component whichever metric reads it)."""
+    columns = set(compared(choices))
+    scored = oracle.score_prepared(prepared, k=k, **choices)
+    return {key: {c: v for c, v in values.items() if c in columns} for key, values in scored.items()}
+
+
 def _close(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -535,7 +543,7 @@ def _agreement(data, combos: list[tuple]) -> dict:
                               validate=False).select(*compared(_choices(combo)))
 
     def expected(combo):
-        return oracle.score_prepared(data[_data_set(combo[0])]["prepared"], k=KS, **_choices(combo))
+        return expected_rows(data[_data_set(combo[0])]["prepared"], KS, _choices(combo))
 
     return _diff(collect_concurrently(combos, build), expected)
 
@@ -616,9 +624,7 @@ def panel_agreement(data) -> dict:
                               validate=False).select(*compared(choices))
 
     def expected(combo):
-        columns = set(compared(_panel_choices(combo)))
-        scored = oracle.score_prepared(data["small"]["prepared"], k=KS, **_panel_choices(combo))
-        return {key: {c: v for c, v in values.items() if c in columns} for key, values in scored.items()}
+        return expected_rows(data["small"]["prepared"], KS, _panel_choices(combo))
 
     return _diff(collect_concurrently(combos, build), expected)
 
@@ -671,7 +677,7 @@ def _cut_agreement(data, runs: list[tuple]) -> dict:
         large.MAX_LISTED_LARGE = listed_limit
 
     def expected(run):
-        return oracle.score_prepared(d["prepared"], k=KS_CUT, **_choices(run[1]))
+        return expected_rows(d["prepared"], KS_CUT, _choices(run[1]))
 
     return _diff(results, expected)
 

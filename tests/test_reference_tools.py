@@ -77,7 +77,7 @@ def scored(spark, tmp_path_factory):
     trec = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS}))
     trec_j = score_requests(cands, judgs, Contract.from_dict({"preset": "trec_eval", "k": KS, "unjudged": "exclude"}))
     spark_like = score_requests(cands, judgs, Contract.from_dict({"preset": "ranking_evaluator", "k": KS_SPARK}))
-    macro = aggregate(spark_like, AggregateSpec(replicates=0)).select("k", "macro_ndcg", "n_requests", "n_empty_ideal",
+    macro = aggregate(spark_like, AggregateSpec(replicates=0)).filter("metric = 'ndcg'").select("k", "macro_ndcg", "n_requests", "n_empty_ideal",
                                                                  "n_no_results")
     out = {
         "run": run,

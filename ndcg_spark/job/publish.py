@@ -28,6 +28,7 @@ in the YAML, else beside the per-request table).
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -44,6 +45,8 @@ from ndcg_spark.version import __version__
 RUNNING = "running"
 COMPLETE = "complete"
 FAILED = "failed"
+#: how many times status_row looks for a path table's run folder before saying the run has no row
+ABSENT_READS = 3
 #: the run-status table as Spark DDL (declared in :data:`ndcg_spark.config.schemas.RUN_STATUS`)
 RUN_STATUS_SCHEMA = RUN_STATUS.ddl
 STATUS_COLUMNS = tuple(part.split()[0] for part in RUN_STATUS_SCHEMA.split(","))
@@ -99,8 +102,16 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
     table lacks are None; timestamps aware, UTC), or None when the run has none.
 
     A concurrent write of the same row can delete the file being read: read again, up to 3 times.
+    A path table's run folder found missing is looked for :data:`ABSENT_READS` times, 0.3 s apart:
+    a rewrite (a heartbeat's) deletes it before moving the new one in, and a reader between the two
+    would take a live run for one never started.
     """
     rows = read_again_if_rewritten(lambda: _read_row(spark, status, run_id))
+    for _ in range(ABSENT_READS - 1):  # a path table's rewrite deletes the run's folder, then moves the new one in
+        if rows or status.table_name is not None:
+            break
+        time.sleep(0.3)
+        rows = read_again_if_rewritten(lambda: _read_row(spark, status, run_id))
     if not rows:
         return None
     found = [_complete({**r.asDict(), "run_id": run_id}) for r in rows]
