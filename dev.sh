@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's two commands, each doing all its own set-up on a fresh machine:
-#   bash dev.sh demo    set up, write the sample data, publish two earlier demo nights (jobs/demo_nights.py),
+#   bash dev.sh demo    set up, write the sample data, publish two earlier demo nights (ndcg-spark demo),
 #                       run the nightly job on local Spark, then compare hybrid with bm25
 #   bash dev.sh test    set up, run the whole test suite (what CI runs); set-up includes the suite's JVM class
 #                       archive, built once per virtualenv (tests/class_archive.py)
@@ -69,13 +69,9 @@ if [ "$cmd" != test-connect ]; then
 fi
 case "$cmd" in
   demo)
-    # (again when an older checkout wrote it without the release outcomes)
-    [ -d data/sample/release_outcomes ] || .venv/bin/ndcg-spark sample --out data/sample
-    # two earlier nights (an older contract, more no-answer traffic) so the trend shows something
-    .venv/bin/python jobs/demo_nights.py --config conf/local.yaml
-    .venv/bin/ndcg-spark run --config conf/local.yaml "$@"
-    # hybrid against bm25 on the same night: the report's first screen gets the verdict
-    .venv/bin/ndcg-spark compare --config conf/local.yaml "$@"
+    # the sample data (when data/sample has none), two earlier nights, today's run and the comparison
+    # of hybrid against bm25, in one Spark session (ndcg_spark/job/demo.py); --quick: a smaller sample
+    .venv/bin/ndcg-spark demo --config conf/local.yaml "$@"
     ;;
   test)
     class_archive

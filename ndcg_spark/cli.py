@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import logging
 import sys
 import time
@@ -69,13 +70,16 @@ def exit_status(exc: BaseException) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ndcg_spark.version import __version__
+
     parser = argparse.ArgumentParser(prog="ndcg-spark", description="NDCG@K per search request, declared and stamped.")
     parser.add_argument("--debug", action="store_true", help="show the full trace on failure")
+    parser.add_argument("--version", action="version", version=f"ndcg-spark {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_config(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", required=True, help="job YAML (see conf/)")
+        p.add_argument("--config", required=True, help=CONFIG_HELP)
         p.add_argument("--run-id", help="run id (default: run_id in the YAML, else today's UTC date)")
         p.add_argument("--debug", action="store_true", help="show the full trace on failure")
         return p
@@ -106,19 +110,36 @@ def _parser() -> argparse.ArgumentParser:
                       help="every request's value of every declared metric and K, then the means (trec_eval's -q layout)")
     show.add_argument("--system", help="one system (default: every system of the night, one listing each)")
     trend = sub.add_parser("trend", help="night over night: the published runs' overall NDCG, changes, flags and breaks")
-    trend.add_argument("--config", required=True, help="job YAML (see conf/)")
+    trend.add_argument("--config", required=True, help=CONFIG_HELP)
     window = trend.add_mutually_exclusive_group()
     window.add_argument("--last", type=int, help="the last N published runs (default: the YAML's trend.last, else all)")
     window.add_argument("--since", help="the runs whose run id is >= SINCE (e.g. 2026-11-01)")
     trend.add_argument("--debug", action="store_true", help="show the full trace on failure")
     runs = sub.add_parser("runs", help="the last runs' status rows: attempt, start, end, Spark application, failure reason")
-    runs.add_argument("--config", required=True, help="job YAML (see conf/)")
+    runs.add_argument("--config", required=True, help=CONFIG_HELP)
     runs.add_argument("--last", type=int, default=10, help="how many runs, most recently written first (default 10)")
     which = runs.add_mutually_exclusive_group()
     which.add_argument("--failed", action="store_true", help="only the runs whose last attempt failed")
     which.add_argument("--attempts", action="store_true",
                        help="every attempt of the last runs (the run-attempts table): outcome, last step, host, pid")
     runs.add_argument("--debug", action="store_true", help="show the full trace on failure")
+    init = sub.add_parser("init", help="write a starter job YAML into DIR/conf/: the embedded default (the sample "
+                                       "night), or with --trec one for your TREC qrels and run files")
+    init.add_argument("dir", nargs="?", default=".", help="the folder (default: the current one)")
+    init.add_argument("--trec", nargs=2, metavar=("QRELS", "RUN"), help="a TREC qrels file and run file: "
+                      "DIR/conf/trec.yaml scores them as trec_eval does")
+    init.add_argument("--force", action="store_true", help="write the YAML again over an existing one")
+    init.add_argument("--debug", action="store_true", help="show the full trace on failure")
+    demo = sub.add_parser("demo", help="the embedded default end to end: the sample data, two earlier nights, "
+                                       "today's run and report, the comparison of hybrid against bm25")
+    where = demo.add_mutually_exclusive_group()
+    where.add_argument("--dir", help="the demo's folder, set up by init when new (default: ndcg-spark-demo, "
+                                     "with --quick ndcg-spark-demo-quick)")
+    where.add_argument("--config", help="run the demo on this job YAML instead (the checkout's conf/local.yaml)")
+    demo.add_argument("--quick", action="store_true",
+                      help="a quick look: a sample of 1,000 requests instead of 20,000, when the folder has none yet")
+    demo.add_argument("--run-id", help="today's run id (default: today's UTC date)")
+    demo.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
@@ -132,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sample.add_argument("--debug", action="store_true", help="show the full trace on failure")
     return parser
+
+
+CONFIG_HELP = "job YAML (`ndcg-spark init` writes a starter; relative paths resolve against its folder)"
 
 
 def _minutes(text: str) -> float:
@@ -195,8 +219,10 @@ def _explain(exc: BaseException) -> str:
 def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:
     if args.command == "sample":
         return _sample(args, master_from_config, ending)
-    import datetime as dt
-
+    if args.command == "init":
+        return _init(args)
+    if args.command == "demo":
+        return _demo(args, master_from_config, ending)
     from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
     from ndcg_spark.job.run import run_job
     from ndcg_spark.job.session import step_tags
@@ -214,6 +240,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
         return _judge_next(args, config, run_id, master_from_config, ending)
     if args.command == "show":
         return _show(args, config, run_id, master_from_config, ending)
+    if args.command in ("score", "run") and master_from_config:
+        config.check_local_inputs()  # before Spark starts: a mistyped path costs a second, not a JVM's start
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
     ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
     wait = getattr(args, "wait", None)
@@ -319,6 +347,82 @@ def _judge_next(args: argparse.Namespace, config, run_id: str, master_from_confi
     elif done.report_note:
         _print([f"report: not written ({done.report_note})"])
     return EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    from ndcg_spark.job.demo import init
+
+    written = init(args.dir, trec=tuple(args.trec) if args.trec else None, force=args.force)
+    folder = written.parent.parent
+    here = "" if folder == Path.cwd().resolve() else f"cd {folder} && "
+    print(f"wrote {written}")
+    if args.trec:
+        print(f"next: {here}ndcg-spark run --config conf/{written.name}    "
+              f"(then ndcg-spark show --config conf/{written.name} --per-request: trec_eval -q's listing)")
+    else:
+        print(f"next: {here}ndcg-spark demo --config conf/{written.name}    "
+              "(the sample data, earlier nights, a run and a comparison; --quick for a smaller sample)")
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:
+    """The embedded default end to end, in one Spark session (:mod:`ndcg_spark.job.demo`)."""
+    import yaml
+
+    from ndcg_spark.job import demo
+    from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
+    from ndcg_spark.job.publish import published_runs
+    from ndcg_spark.job.run import run_job
+    from ndcg_spark.job.session import step_tags
+    from ndcg_spark.sample.generate import write_sample
+
+    if args.config:
+        config_path = Path(args.config)
+    else:
+        folder = Path(args.dir or ("ndcg-spark-demo-quick" if args.quick else "ndcg-spark-demo"))
+        config_path = folder.resolve() / "conf" / "local.yaml"
+        if not config_path.exists():
+            demo.init(folder)
+    config = JobConfig.from_yaml(config_path)
+    run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else default_run_id()
+    sample = Path(config.candidates.path).parent
+    size = demo.QUICK_REQUESTS if args.quick else demo.DEMO_REQUESTS
+    log = logging.getLogger("ndcg_spark.demo")
+    log.info("demo: %s (tables under %s, reports under %s)", config_path, Path(config.per_request.path).parent,
+             config.output_folder("report_dir", "reports"))
+    spark = _session(config, f"ndcg-spark demo {run_id}", master_from_config, ending)
+    if not (sample / "release_outcomes").is_dir():  # (again when an older checkout wrote it without them)
+        started = time.perf_counter()
+        write_sample(spark, sample, n_requests=size)
+        log.info("sample data (%d requests) written to %s in %.1f s", size, sample, time.perf_counter() - started)
+    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    published = {r.run_id for r in published_runs(spark, config.run_status()).collect()}
+    base = Path(config.section("base"))
+    for night, what, change in demo.earlier_nights(dt.date.fromisoformat(run_id[:10]) if _is_date(run_id)
+                                                   else dt.datetime.now(dt.timezone.utc).date(), sample):
+        if night in published:
+            print(f"demo night {night} ({what}): already published")
+            continue
+        if "inputs" in change:  # the no-answer night's own sample
+            no_answer = Path(change["inputs"]["candidates"]["path"]).parent
+            if not (no_answer / "candidates").is_dir():
+                write_sample(spark, no_answer, n_requests=size, no_positive_share=demo.NO_ANSWER_SHARE)
+        earlier = JobConfig.from_dict(demo.changed(document, change), base=base, source_file=f"{config_path} ({what})")
+        outcome = run_job(spark, earlier, "run", night)
+        print(f"demo night {night} ({what}): published; report {outcome.report.path if outcome.report else '-'}")
+    ending.attach(spark, step_tags(run_id, "run")[0])
+    for command in ("run", "compare"):
+        outcome = run_job(spark, config, command, run_id, before_report=lambda done: _print(_stage_lines(done)))
+        _print(_report_lines(outcome.report))
+    return EXIT_OK
+
+
+def _is_date(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text[:10])
+    except ValueError:
+        return False
+    return True
 
 
 def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) -> int:

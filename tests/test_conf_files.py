@@ -48,7 +48,7 @@ def test_the_shipped_yamls_load_with_the_readmes_contract_fingerprint():
     assert LOCAL_FINGERPRINT in (CHECKOUT / "docs" / "operations.md").read_text()
     pair = ndcg_spark.Contract(metrics=["ndcg", "recall"], **choices)
     assert pools.contract == pair and pair.fingerprint == POOLS_FINGERPRINT
-    # relative paths are relative to the checkout (the YAML's folder's parent)
+    # relative paths resolve against the YAML's folder: conf/'s ../ is the checkout
     assert local.candidates.path == str(CHECKOUT / "data" / "sample" / "candidates")
     assert pools.candidates.path == str(CHECKOUT / "data" / "sample-pools" / "candidates")
     assert local.per_request.path == str(CHECKOUT / "warehouse" / "per_request")

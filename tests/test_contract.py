@@ -114,7 +114,7 @@ def test_yaml_is_read_safely(tmp_path):
 @pytest.mark.parametrize(
     "data, message",
     [
-        ({"inputs": {"candidates": "x"}}, r"version: must be 1"),
+        ({"inputs": {"candidates": "x"}}, r"version: must be 2"),
         ({"version": 1}, r"inputs\.candidates: is required"),
         ({"version": 1, "inputs": {"candidates": {"table": "db.t; DROP TABLE x"}}}, r"inputs\.candidates\.table"),
         ({"version": 1, "inputs": {"candidates": {"path": "p", "format": "json"}}}, r"inputs\.candidates\.format"),

@@ -371,7 +371,7 @@ def _job_config(section: dict):
             data["outputs"] = {**data["outputs"], **value}
         else:
             data[key] = value
-    return JobConfig.from_dict(data, base=ROOT)
+    return JobConfig.from_dict(data, base=LOCAL_YAML.parent)
 
 
 def _check_sections(config, section: dict) -> None:

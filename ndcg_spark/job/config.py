@@ -1,14 +1,17 @@
 """The job configuration: a YAML file under ``conf/`` loaded into frozen, validated dataclasses.
 
 The YAML carries a ``version``; every error names the dotted path of the bad field. Only
-``yaml.safe_load`` is used. Table and column names are validated as identifiers; paths are
-resolved relative to the YAML file's folder's parent when they are relative (so ``conf/local.yaml``
-can say ``data/sample`` and mean ``<checkout>/data/sample``).
+``yaml.safe_load`` is used. Table and column names are validated as identifiers. A relative path
+resolves against the YAML file's own folder (``version: 2``, the convention of every tool that
+reads a config file: ``eval.yaml`` beside ``results.test`` says ``path: results.test``); a
+``version: 1`` file's resolve against its folder's parent, as before, with a warning that says how
+to move to version 2 (:data:`PATH_RULES`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +33,14 @@ from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 
-CONFIG_VERSION = 1
+#: the config file format written today; :data:`PATH_RULES` lists those still read
+CONFIG_VERSION = 2
+#: each readable version -> where its relative paths start (said in every path error)
+PATH_RULES = {
+    1: "version 1 resolves a relative path against the YAML's folder's parent",
+    2: "a relative path resolves against the YAML's own folder",
+}
+_LOG = logging.getLogger(__name__)
 FORMATS = ("parquet", "csv", "delta", "iceberg")
 #: formats with their own commits and versions, written through the table's own writer (``writeTo``):
 #: a catalog ``table:``, or for Delta also a ``path:`` (a Delta table needs no catalog)
@@ -67,9 +77,34 @@ def _top_level(data: Any) -> Mapping[str, Any]:
     known = {"version", "contract", "inputs", "attributes", "system", "pool_version", "outputs", "run_id", "spark"}
     top = require_mapping(data, "config", known | set(_SECTIONS))
     version = top.get("version")
-    if version != CONFIG_VERSION:
-        raise ContractError("version", f"must be {CONFIG_VERSION} (the config file format), got {version!r}")
+    if isinstance(version, bool) or version not in PATH_RULES:
+        raise ContractError("version", f"must be {CONFIG_VERSION} (the config file format; 1 is still read), "
+                                       f"got {version!r}")
     return top
+
+
+def _relative_paths(top: Mapping[str, Any]) -> list[str]:
+    """The dotted keys of the document's relative local paths (those its version moves): a
+    ``path``, a ``…_dir``, or an input or output given as a bare string.
+
+    >>> _relative_paths({"inputs": {"candidates": "c", "judgments": {"path": "/abs"}},
+    ...                  "outputs": {"report_dir": "r", "aggregate": {"table": "db.t"}}})
+    ['inputs.candidates', 'outputs.report_dir']
+    """
+    found = []
+
+    def visit(value: Any, key: str) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                visit(v, f"{key}.{k}" if key else str(k))
+            return
+        parts = key.split(".")
+        is_path = parts[-1] == "path" or parts[-1].endswith("_dir") or (len(parts) == 2 and parts[0] in ("inputs", "outputs"))
+        if is_path and isinstance(value, str) and "://" not in value and not Path(value).is_absolute():
+            found.append(key)
+
+    visit({k: v for k, v in top.items() if k != "contract"}, "")
+    return found
 
 
 def _optional_text(top: Mapping[str, Any], name: str) -> str | None:
@@ -235,7 +270,17 @@ class JobConfig:
             raise ContractError("--config", f"no such file: {path}") from None
         except yaml.YAMLError as exc:
             raise ContractError(str(path), f"is not valid YAML: {exc}") from None
-        return cls.from_dict(data, base=path.resolve().parent.parent, source_file=str(path))
+        version = data.get("version") if isinstance(data, Mapping) else None
+        folder = path.resolve().parent
+        if version == 1 and isinstance(data, Mapping):
+            relative = _relative_paths(data)
+            if relative:
+                _LOG.warning(
+                    "%s: %s (%s); version %d resolves them against the YAML's own folder. To move: set `version: "
+                    "%d` and put `../` before each relative path (%s), and nothing moves.",
+                    path, PATH_RULES[1], folder.parent, CONFIG_VERSION, CONFIG_VERSION, ", ".join(relative))
+        base = folder.parent if version == 1 else folder
+        return cls.from_dict(data, base=base, source_file=str(path))
 
     @classmethod
     def from_dict(cls, data: Any, base: Path | None = None, source_file: str | None = None) -> JobConfig:
@@ -261,10 +306,31 @@ class JobConfig:
             spark=spark,
             source_file=source_file,
             extra=tuple((k, top[k]) for k in _SECTIONS if k in top)
-            + (("outputs", dict(outputs)), ("base", str(base) if base else None),
+            + (("outputs", dict(outputs)), ("base", str(base) if base else None), ("version", top.get("version")),
                # the contract's preset name: a TREC file is read as its tool reads it (trailing fields)
                ("preset", (top.get("contract") or {}).get("preset") if isinstance(top.get("contract"), dict) else None)),
         )
+
+    def path_rule(self) -> str:
+        """Where this job's relative paths start, as a path error says it."""
+        base, version = self.section("base"), self.section("version")
+        if base is None:
+            return "a relative path resolves against the working folder (the job was not read from a YAML file)"
+        return f"{PATH_RULES.get(version, PATH_RULES[CONFIG_VERSION])}, {base}"
+
+    def check_local_inputs(self) -> None:
+        """Refuse, before Spark starts, an input path on this machine's file system that does not
+        exist (``spark.master`` ``local…``: elsewhere a path without a scheme may be the cluster's
+        default file system), naming the path it resolved and the rule."""
+        if not self.spark.master.startswith("local"):
+            return
+        inputs = (("inputs.candidates", self.candidates), ("inputs.judgments", self.judgments),
+                  ("attributes", self.attributes.source))
+        for key, source in inputs:
+            if source is None or source.path is None or "://" in source.path:
+                continue
+            if not Path(source.path).exists():
+                raise ContractError(f"{key}.path", f"no such file or folder: {source.path} ({self.path_rule()})")
 
     def section(self, name: str) -> Any:
         """A raw section that a later stage parses itself (``aggregate``, ``compare`` …)."""
@@ -281,8 +347,8 @@ class JobConfig:
         return Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
 
     def output_folder(self, name: str, default: str) -> Path:
-        """The local folder ``outputs.<name>`` (relative to the checkout like every path), default
-        ``<checkout>/<default>``: where the report's pages and the judges' files go.
+        """The local folder ``outputs.<name>`` (a relative one resolved like every path), default
+        ``<default>`` resolved so: where the report's pages and the judges' files go.
 
         >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": {"report_dir": "r"}},
         ...                     base=Path("/job")).output_folder("report_dir", "reports")
@@ -293,7 +359,7 @@ class JobConfig:
         if not isinstance(value, str) or not value or "://" in value:
             raise ContractError(f"outputs.{name}", f"must be a local folder path, got {value!r}")
         path = Path(value)
-        return path if path.is_absolute() or not base else Path(base) / path
+        return path if path.is_absolute() or not base else (Path(base) / path).resolve()
 
     def writes_stage2(self) -> bool:
         """Whether ``run`` runs stage 2 too: the job has an aggregate table (``outputs.aggregate``)."""

@@ -52,7 +52,7 @@ class JudgingResult:
 
 
 def judging_dir(config: JobConfig) -> Path:
-    """``outputs.judging_dir`` (relative to the checkout like every path), default ``<checkout>/judging``."""
+    """``outputs.judging_dir`` (resolved like every path), default ``judging`` beside the job's relative paths."""
     return config.output_folder("judging_dir", "judging")
 
 

@@ -31,7 +31,7 @@ def report_configured(config: JobConfig) -> bool:
 
 
 def report_dir(config: JobConfig) -> Path:
-    """``outputs.report_dir`` (relative to the checkout like every path), default ``<checkout>/reports``."""
+    """``outputs.report_dir`` (resolved like every path), default ``reports`` beside the job's relative paths."""
     return config.output_folder("report_dir", "reports")
 
 

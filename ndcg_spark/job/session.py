@@ -70,6 +70,8 @@ def build_session(
         # its JVM trace) on our stderr: each reaches the client as the exception anyway.
         settings["spark.log.level"] = "FATAL"
     settings.update({str(k): str(v) for k, v in (conf or {}).items()})
+    if local and remote is None and master is not None:  # this call starts the driver's JVM: its log settings
+        settings[JAVA_OPTIONS] = _with_log_config(settings.get(JAVA_OPTIONS, ""))
     for key, value in settings.items():
         builder = builder.config(key, value)
     with warnings.catch_warnings():
@@ -80,6 +82,25 @@ def build_session(
     if not is_connect(spark):  # a Connect server keeps its own log level
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+#: Spark's console at ERROR from the driver's first line (a ``log4j2.configurationFile`` of the
+#: user's own, in ``spark.conf``, is kept)
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def _with_log_config(options: str) -> str:
+    """The driver's Java options with ndcg-spark's log configuration, unless they name one.
+
+    >>> _with_log_config("-Xss4m").endswith("log4j2.properties") and _with_log_config("-Xss4m").startswith("-Xss4m ")
+    True
+    >>> _with_log_config("-Dlog4j2.configurationFile=mine.properties")
+    '-Dlog4j2.configurationFile=mine.properties'
+    """
+    if "log4j2.configurationFile" in options or "log4j.configuration" in options:
+        return options
+    return f"{options} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}".strip()
 
 
 #: pyspark 4's Python call sites in Spark's DataFrame error messages (ignored by pyspark 3.5)

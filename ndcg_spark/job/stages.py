@@ -19,7 +19,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.per_request import metrics_in
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
-from ndcg_spark.job.io import clear_run, read_run, read_source, write_run_partitioned
+from ndcg_spark.job.io import clear_run, read_run, read_source, read_written, write_run_partitioned
 from ndcg_spark.job.lineage import InputRead, Replay, read_input, read_recorded
 from ndcg_spark.scoring.large import LARGE_REQUEST
 from ndcg_spark.scoring.score import score_requests
@@ -256,7 +256,9 @@ def aggregate_stage(
         counts = {"per_request": n_per_request, "aggregate": written.count(), "population": n_population}
         if targets["audit"] is not None:
             write_run_partitioned(audit(written), targets["audit"])
-            counts["audit"] = read_run(spark, targets["audit"], run_id).count()
+            # no slice declared: no audit row, and a path table's first night then has no file at all
+            audited = read_written(spark, targets["audit"], run_id)
+            counts["audit"] = 0 if audited is None else audited.count()
         counts.update(row_counts or {})
         meta = run_metadata(spark, run_id, contract=contract, spec=spec, row_counts=counts, created_at=created_at,
                             inputs=None if inputs is None else [i.as_row() for i in inputs])
@@ -295,7 +297,9 @@ def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[d
     aggregates = read_run(spark, result.target, result.run_id)
     overall = collect_sorted(aggregates.filter(F.col("slice_dimension") == OVERALL), "system", "pool_version", "k",
                              "metric")
-    audited = read_run(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
+    audited = read_written(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
+    if audited is None:  # no slice declared: no audit row was ever written
+        return [r.asDict() for r in overall], []
     worst = collect_sorted(audited, "system", "pool_version", "k", "metric", "slice_dimension")
     return [r.asDict() for r in overall], [r.asDict() for r in worst]
 

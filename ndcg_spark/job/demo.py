@@ -1,0 +1,121 @@
+"""The first night from the installed package: ``ndcg-spark init`` and ``ndcg-spark demo``.
+
+``init [DIR]`` writes the embedded default, ``DIR/conf/local.yaml`` (the checkout's own file,
+carried in the wheel as ``ndcg_spark/starter/``): a folder laid out like the checkout, where the
+README's commands run as written. ``init --trec QRELS RUN`` writes ``DIR/conf/trec.yaml`` for a
+TREC qrels and run file instead (the ``trec_eval`` preset, trec_eval's default cutoffs).
+
+``demo`` runs the embedded default end to end in one Spark session: the sample data (written
+when its folder has none), two earlier nights so that the trend has something to show, today's
+run, and the comparison of hybrid against bm25:
+
+- *today − 2*: scored under an older contract (``gain: linear``): the trend breaks at the next
+  night and names the field that changed;
+- *today − 1*: today's contract over a copy of the sample with more no-answer traffic (16 % of
+  the requests have no positive grade instead of 10 %): today's night is flagged because the
+  empty-ideal share moved, not because the ranking did.
+
+Each earlier night's job is the YAML with that one change; each is skipped when it is already
+published.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ndcg_spark.errors import ContractError
+
+#: the earlier night's sample, beside the YAML's sample folder
+NO_ANSWER_FOLDER = "sample-noanswer"
+NO_ANSWER_SHARE = 0.16
+#: the sample's size: the demo's, and ``--quick``'s (a look at every table and the report in about a minute)
+DEMO_REQUESTS, QUICK_REQUESTS = 20_000, 1_000
+#: trec_eval's default cutoffs of ``ndcg_cut``, ``P`` and ``recall`` (its ``-m`` measures' defaults)
+TREC_EVAL_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+TREC_TEMPLATE = """\
+# A night over a TREC run and qrels file, scored as trec_eval scores them (the trec_eval preset:
+# its gain, order, ties and denominators; docs/interop.md). Written by `ndcg-spark init --trec`.
+# A relative path resolves against this file's folder.
+version: 2
+
+contract:
+  preset: trec_eval
+  k: [{ks}]   # trec_eval's default cutoffs
+  # metrics: the preset's panel -- P_K, recall_K, map_cut_K, success_K, recip_rank, ndcg_cut_K
+  # negative_grades: zero    # a qrels file with negative levels (trec_eval reads them as not relevant)
+
+inputs:
+  candidates: {{path: {run}, format: trec_run}}
+  judgments: {{path: {qrels}, format: trec_qrels}}
+
+outputs:
+  per_request: {{path: ../warehouse/per_request}}
+  aggregate: {{path: ../warehouse/aggregate}}       # stage 2 (means, intervals, audit) with every run
+  audit: {{path: ../warehouse/audit}}
+  run_metadata: {{path: ../warehouse/run_metadata}}
+  report_dir: ../reports
+
+spark:
+  master: "local[*]"
+  shuffle_partitions: 8
+  warehouse_dir: ../warehouse
+"""
+
+
+def starter_text(name: str = "local.yaml") -> str:
+    """The text of one of the shipped job YAMLs (``local.yaml``, ``compare_pools.yaml``)."""
+    return resources.files("ndcg_spark.starter").joinpath(name).read_text(encoding="utf-8")
+
+
+def init(folder: str | Path, *, trec: tuple[str, str] | None = None, force: bool = False) -> Path:
+    """Write the starter YAML into ``folder/conf/`` and return its path: the embedded default
+    (``local.yaml``), or with ``trec=(qrels, run)`` a TREC night (``trec.yaml``; files under
+    ``folder`` named relative to the YAML, others by their absolute path). An existing file is kept
+    unless ``force``."""
+    conf = Path(folder).resolve() / "conf"
+    if trec is None:
+        target, text = conf / "local.yaml", starter_text("local.yaml")
+    else:
+        qrels, run = (Path(p).resolve() for p in trec)
+        for flag, path in (("--trec QRELS", qrels), ("--trec … RUN", run)):
+            if not path.is_file():
+                raise ContractError(flag, f"no such file: {path}")
+        target = conf / "trec.yaml"
+        text = TREC_TEMPLATE.format(ks=", ".join(map(str, TREC_EVAL_CUTOFFS)),
+                                    qrels=_as_written(qrels, conf), run=_as_written(run, conf))
+    if target.exists() and not force:
+        raise ContractError("init", f"{target} exists: keep it, or pass --force to write it again")
+    conf.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def _as_written(path: Path, conf: Path) -> str:
+    """A file under the folder ``init`` sets up, relative to the YAML's folder; any other, absolute."""
+    return os.path.relpath(path, conf) if path.is_relative_to(conf.parent) else str(path)
+
+
+def earlier_nights(today: dt.date, sample_folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(run id, what differs, the change to the YAML)`` of the two earlier nights; the no-answer
+    night reads its own sample beside ``sample_folder`` (:data:`NO_ANSWER_FOLDER`)."""
+    no_answer = sample_folder.parent / NO_ANSWER_FOLDER
+    return [
+        ((today - dt.timedelta(days=2)).isoformat(), "older contract: gain linear", {"contract": {"gain": "linear"}}),
+        ((today - dt.timedelta(days=1)).isoformat(), f"{NO_ANSWER_SHARE:.0%} no-answer requests", {"inputs": {
+            "candidates": {"path": str(no_answer / "candidates")},
+            "judgments": {"path": str(no_answer / "judgments")}}}),
+    ]
+
+
+def changed(document: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """The YAML document with each section of ``change`` merged into its own."""
+    out = copy.deepcopy(document)
+    for section, values in change.items():
+        out[section] = {**(out.get(section) or {}), **values}
+    return out

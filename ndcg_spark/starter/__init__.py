@@ -1,0 +1,1 @@
+"""The job YAMLs ``ndcg-spark init`` writes: the checkout's ``conf/*.yaml``, carried in the wheel."""
