@@ -119,7 +119,7 @@ class RankedList:
             return F.lit(0)
         values, accessor = self._source(name)
         flags = F.slice(values if accessor is None else F.transform(values, accessor), 1, k)
-        return F.array_position(flags, F.lit(True)).cast("int")
+        return F.array_position(flags, True).cast("int")  # a value, not a Column: pyspark 3.5 takes no Column here
 
     def precision_sum(self, k: int, name: str) -> Column:
         """``sum over p <= k with [name]_p true of (the true among the top p) / p``: average
