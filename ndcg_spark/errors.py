@@ -43,6 +43,11 @@ class ReplayRefused(InputError):
     expired) or plain files changed since (:mod:`ndcg_spark.job.lineage`). Nothing was written."""
 
 
+class ExecutorEnvironmentError(NdcgError):
+    """The executors' Python lacks a module the resampling workers import (ndcg_spark itself, or
+    numpy / pyarrow / pandas): said once, at the call that needs them, with what to install."""
+
+
 class EmptyIdealError(NdcgError):
     """Raised under ``empty_ideal: error`` when a request has no positive grade."""
 
@@ -252,9 +257,15 @@ def _python_worker_error(lines: list[str]) -> str | None:
         return None
     text = f"a Python worker failed: {error}"
     if text.startswith(NODE_MODULE_MISSING):
-        text += (" -- the executors' Python needs numpy, pyarrow and pandas (pyspark's sql extra) for the "
-                 "bootstrap and sign-flip replicates: install them on every node or ship a virtualenv (docs/deploy.md)")
+        text += " -- " + WORKERS_NEED
     return text
+
+
+#: what the executors' Python needs, as every message about a missing module there says it
+WORKERS_NEED = (
+    "the executors' Python needs ndcg_spark itself and numpy, pyarrow and pandas (pyspark's sql extra) for the "
+    "bootstrap and sign-flip replicates: install the package on every node (or ship it: --py-files "
+    "dist/ndcg_spark.zip, bash dev.sh package), or point PYSPARK_PYTHON at a Python that has it (docs/deploy.md)")
 
 
 def _is_spark_error(exc: BaseException) -> bool:

@@ -639,16 +639,21 @@ def test_a_missing_weight_is_an_error_when_default_weight_is_null(spark):
     assert weights == {"q1": 3.0, "q2": 0.5}
 
 
-def test_aggregate_requires_run_metadata_and_a_bad_spark_conf_names_its_field(tmp_path, capsys):
-    """README: "`ndcg-spark aggregate` requires both" (``outputs.aggregate`` and ``outputs.run_metadata``),
-    and every config error names the dotted path of the bad field."""
-    job = {"version": 1, "inputs": {"candidates": {"path": "c"}},
+def test_run_metadata_defaults_beside_the_aggregate_and_a_bad_spark_conf_names_its_field(tmp_path, capsys):
+    """README: "`ndcg-spark run` does stage 2 when `outputs.aggregate` is set; `run_metadata` defaults
+    to the table beside it", and every config error names the dotted path of the bad field."""
+    from ndcg_spark.job.config import JobConfig
+
+    job = {"version": 2, "inputs": {"candidates": {"path": "c"}},
            "outputs": {"per_request": {"path": "w/per_request"}, "aggregate": {"path": "w/aggregate"}}}
     config = tmp_path / "conf" / "job.yaml"
     config.parent.mkdir()
     config.write_text(yaml.safe_dump(job), encoding="utf-8")
+    assert JobConfig.from_yaml(config).output("run_metadata").path == str(tmp_path / "conf" / "w" / "run_metadata")
+    without = {**job, "outputs": {"per_request": {"path": "w/per_request"}}}
+    config.write_text(yaml.safe_dump(without), encoding="utf-8")
     assert main(["aggregate", "--config", str(config), "--run-id", "r1"]) == 2
-    assert "outputs.run_metadata: is required (a path or a table) to write stage 2" in capsys.readouterr().err
+    assert "outputs.aggregate: is required (a path or a table) to write stage 2" in capsys.readouterr().err
     config.write_text(yaml.safe_dump(job | {"spark": {"conf": 3}}), encoding="utf-8")
     assert main(["score", "--config", str(config)]) == 2
     assert "spark.conf: must be a mapping, got int" in capsys.readouterr().err

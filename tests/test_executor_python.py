@@ -63,6 +63,49 @@ def test_an_executor_python_without_numpy_stops_the_night_naming_the_missing_mod
     # the console script's own last words (above them Spark's log may print the task's failure)
     failed, message = done.stderr.strip().splitlines()[-2:]
     assert failed == "ndcg-spark run: failed.", done.stderr[-3000:]
-    assert message.startswith("stage 2: a Python worker failed: ModuleNotFoundError: No module named 'numpy' -- "
-                              "the executors' Python needs numpy, pyarrow and pandas"), message
+    assert message.startswith("the Python workers of this Spark application cannot import 'numpy': the executors' "
+                              "Python needs ndcg_spark itself and numpy, pyarrow and pandas"), message
     assert "docs/deploy.md" in message and "Check the input tables" not in message
+    assert done.returncode == 2  # the nodes' set-up: a retry fails the same way
+
+
+@pytest.mark.slow  # a second driver JVM
+@pytest.mark.e2e
+def test_in_a_plain_python_session_workers_without_the_package_are_one_paragraph_at_aggregate(sample_dir, tmp_path):
+    """The library, not the console script: the workers' Python has numpy, pyarrow and pandas but
+    not ndcg_spark (the driver finds it on its own sys.path only): ``aggregate`` with the default
+    bootstrap raises the paragraph itself, before any action."""
+    import sysconfig
+
+    workers = tmp_path / "workers-python"
+    venv.EnvBuilder(with_pip=False).create(workers)
+    site = subprocess.check_output([str(workers / "bin" / "python"), "-c",
+                                    "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip()
+    # the suite's packages, without its editable ndcg_spark (a .pth file a .pth file adds is not read)
+    (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    probe = subprocess.run([str(workers / "bin" / "python"), "-c", "import numpy, pyarrow; import ndcg_spark"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert "No module named 'ndcg_spark'" in probe.stderr, probe.stderr
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from pyspark.sql import SparkSession
+        import ndcg_spark
+        from ndcg_spark.errors import ExecutorEnvironmentError
+        spark = SparkSession.builder.master("local[1]").getOrCreate()
+        rows = ndcg_spark.score_requests(spark.read.parquet({sample_dir['candidates']!r}).limit(200),
+                                         spark.read.parquet({sample_dir['judgments']!r}), ndcg_spark.Contract(k=[3]))
+        try:
+            ndcg_spark.aggregate(rows)
+        except ExecutorEnvironmentError as exc:
+            print("PARAGRAPH", exc)
+        """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYSPARK_PYTHON"] = str(workers / "bin" / "python")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+    said = [line for line in done.stdout.splitlines() if line.startswith("PARAGRAPH ")]
+    assert said, done.stderr[-3000:]
+    assert said[0].startswith("PARAGRAPH the Python workers of this Spark application cannot import 'ndcg_spark': "
+                              "the executors' Python needs ndcg_spark itself"), said
+    assert "Traceback" not in done.stdout

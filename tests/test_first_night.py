@@ -89,3 +89,53 @@ def test_a_missing_input_is_refused_before_spark_starts_with_the_rule_and_the_pa
     assert (f"inputs.candidates.path: no such file or folder: {tmp_path / 'results.test'} (a relative path "
             f"resolves against the YAML's own folder, {tmp_path})") in done.stderr
     assert "log4j" not in done.stderr and "SparkContext" not in done.stderr  # no JVM was started
+
+
+# ------------------------------------------------------------------ messages that lead to the fix
+def _frames(spark, candidates, judgments, candidate_schema="request_id string, doc_id string, position int"):
+    return (spark.createDataFrame(candidates, candidate_schema),
+            spark.createDataFrame(judgments, "request_id string, doc_id string, grade double"))
+
+
+def test_a_negative_grade_names_the_contract_choice_trec_eval_users_need(spark):
+    from ndcg_spark import Contract, ValidationSpec, validate_inputs
+    from ndcg_spark.errors import ValidationError
+
+    cands, judged = _frames(spark, [("q1", "a", 1), ("q1", "b", 2)], [("q1", "a", 1.0), ("q1", "b", -1.0)])
+    with pytest.raises(ValidationError) as refused:
+        validate_inputs(cands, judged, Contract(k=[2]), ValidationSpec())
+    said = str(refused.value)
+    assert "- grade_negative: 1 judgments row (grade < 0), e.g. " in said
+    assert "declare contract.negative_grades: zero (as the trec_eval preset does)" in said
+    assert "validation.rules.grade_negative: quarantine" not in said  # a quarantine loses the judged rows
+    # the fix it names works: judged, gain 0, counted
+    validated = validate_inputs(cands, judged, Contract(k=[2], negative_grades="zero"), ValidationSpec())
+    assert validated.judgments.count() == 2
+
+
+def test_a_share_above_the_maximum_never_prints_a_placeholder(spark):
+    from ndcg_spark import Contract, ValidationSpec, validate_inputs
+    from ndcg_spark.errors import ValidationError
+
+    cands, judged = _frames(spark, [("q1", "a", 1), ("q1", "b", 2)], [("q1", "a", 1.0), ("q1", "b", -1.0)])
+    spec = ValidationSpec.from_dict({"rules": {"grade_negative": "quarantine"}, "max_quarantined_share": 0.1})
+    with pytest.raises(ValidationError) as refused:
+        validate_inputs(cands, judged, Contract(k=[2]), spec)
+    said = str(refused.value)
+    assert "would be quarantined, above validation.max_quarantined_share = 10.0% (by rule: grade_negative" in said
+    assert "None" not in said and "contract.negative_grades: zero" in said
+
+
+def test_a_rank_column_without_position_or_score_is_named_as_the_position(spark):
+    from ndcg_spark import Contract, ValidationSpec, validate_inputs
+    from ndcg_spark.errors import ValidationError
+
+    cands, judged = _frames(spark, [("q1", "a", 1), ("q1", "b", 2)], [("q1", "a", 1.0)],
+                            "request_id string, doc_id string, rank int")
+    with pytest.raises(ValidationError) as refused:
+        validate_inputs(cands, judged, Contract(k=[2]), ValidationSpec())
+    said = str(refused.value)
+    assert "missing column 'score'" in said and "nor is there a column 'position'" in said
+    assert "(e.g. 'rank' here) is declared with contract.columns.position: <its name>" in said
+    renamed = Contract.from_dict({"k": [2], "columns": {"position": "rank"}})
+    assert validate_inputs(cands, judged, renamed, ValidationSpec()).candidates.count() == 2

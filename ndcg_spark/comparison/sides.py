@@ -77,7 +77,7 @@ def _describe_side(per_request: DataFrame, distinct: list[Row], name: str, side:
     ]
     if not found:
         present = sorted(
-            f"{r.system} (pool {r.pool_version})"
+            f"{r.system} (pool {r.pool_version})" if r.pool_version is not None else f"{r.system} (no pool version)"
             for r in per_request.select("system", "pool_version").distinct().limit(50).collect()
         )
         raise InputError(

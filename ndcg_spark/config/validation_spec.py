@@ -35,6 +35,9 @@ class Rule:
     scope: str
     inputs: tuple[str, ...]
     description: str
+    #: the fix that works when the input is right as it is, said after the rule's count (None: the
+    #: input needs fixing, or the rows quarantining: ``validation.rules.<name>: quarantine``)
+    fix: str | None = None
 
     @property
     def quarantinable(self) -> bool:
@@ -72,7 +75,10 @@ RULES: tuple[Rule, ...] = (
     Rule("request_id_missing", "row", INPUTS, "request id null, empty or blank"),
     Rule("doc_id_missing", "row", ("candidates", "judgments"), "doc id null, empty or blank"),
     Rule("grade_not_numeric", "row", ("candidates", "judgments"), "a grade string that is not a number"),
-    Rule("grade_negative", "row", ("candidates", "judgments"), "grade < 0"),
+    Rule("grade_negative", "row", ("candidates", "judgments"), "grade < 0",
+         fix="A TREC qrels file's negative levels are judged not relevant by trec_eval: declare "
+             "contract.negative_grades: zero (as the trec_eval preset does) to read them so -- judged, gain 0, "
+             "counted."),
     Rule(
         "grade_not_finite",
         "row",

@@ -342,9 +342,18 @@ class JobConfig:
         return "ignore" if self.section("preset") == "trec_eval" else "refuse"
 
     def output(self, name: str) -> Source | None:
-        """The output table ``outputs.<name>`` (a path resolved like every path, or a table), or None."""
+        """The output table ``outputs.<name>`` (a path resolved like every path, or a table), or None.
+        ``run_metadata`` defaults to the table beside ``outputs.aggregate`` (stage 2 writes both).
+
+        >>> JobConfig.from_dict({"version": 2, "inputs": {"candidates": "c"},
+        ...                      "outputs": {"aggregate": {"path": "/w/aggregate"}}}).output("run_metadata")
+        Source(path='/w/run_metadata', table=None, format='parquet')
+        """
         base = self.section("base")
-        return Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
+        source = Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
+        if source is None and name == "run_metadata" and self.output("aggregate") is not None:
+            return self.output("aggregate").beside("run_metadata")
+        return source
 
     def output_folder(self, name: str, default: str) -> Path:
         """The local folder ``outputs.<name>`` (a relative one resolved like every path), default

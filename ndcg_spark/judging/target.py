@@ -66,7 +66,8 @@ class Target:
             pools = sorted({r.pool_version for r in present if r.system == side.system
                             and (side.pool_version is None or r.pool_version == side.pool_version)}, key=str)
             if len(pools) != 1:
-                found = ", ".join(sorted(f"{r.system} (pool {r.pool_version})" for r in present)) or "none"
+                found = ", ".join(sorted(r.system if r.pool_version is None else f"{r.system} (pool {r.pool_version})"
+                                         for r in present)) or "none"
                 what = "no per-request rows" if not pools else f"rows of several pool versions ({', '.join(map(str, pools))})"
                 raise InputError(f"judging: {what} for {side.describe()}; present: {found}")
             resolved.append((side.system, pools[0]))

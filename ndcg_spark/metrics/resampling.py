@@ -14,6 +14,8 @@ replicate is built: a unit costs its batch a column of a matrix product, not a t
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from functools import partial
 
@@ -192,6 +194,7 @@ def replicate_sums(
     """
     if max(bootstrap, sign_flips) < 1:
         raise ValueError("replicate_sums: give bootstrap or sign_flips a positive number of replicates")
+    check_python_workers(units.sparkSession)
     terms = list(dict.fromkeys([*drawn, *flipped]))
     names = [*[f"drawn_{t}" for t in drawn], *[f"flipped_{t}" for t in flipped]]
     schema = T.StructType([
@@ -213,3 +216,41 @@ def replicate_sums(
     batches = spread_over_cores(prepared, F.col("_unit")).mapInArrow(sums, schema)
     # a slice and replicate comes in a row per batch of units: add them up
     return batches.groupBy(replicate, "slice_dimension", "slice_value").agg(*[F.sum(n).alias(n) for n in names])
+
+
+#: the Spark applications whose Python workers have imported what the replicates need
+_WORKERS_CHECKED: set[str] = set()
+
+
+def _import_on_worker(batches):
+    """Run on a Python worker: import what :func:`replicate_sums`' batches need there."""
+    import numpy  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    import ndcg_spark.metrics.draws  # noqa: F401
+
+    yield from batches
+
+
+def check_python_workers(spark) -> None:
+    """Once per Spark application, a one-row job on a Python worker that imports what the
+    replicates need there, so that a module the executors' Python lacks is one paragraph at the
+    call that builds the replicates (:class:`~ndcg_spark.errors.ExecutorEnvironmentError`), not a
+    long Java and Python trace at the first action."""
+    from ndcg_spark.compat import application_id
+    from ndcg_spark.errors import ExecutorEnvironmentError, WORKERS_NEED, describe_spark_error
+
+    key = application_id(spark) or "unknown"
+    if key in _WORKERS_CHECKED:
+        return
+    try:
+        spark.range(1).mapInArrow(_import_on_worker, "id long").collect()
+    except Exception as exc:  # noqa: BLE001 - only a missing module becomes the paragraph
+        said = describe_spark_error(exc) or ""
+        missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", said)
+        if missing is None:
+            raise
+        raise ExecutorEnvironmentError(
+            f"the Python workers of this Spark application cannot import {missing.group(1)!r}: {WORKERS_NEED}"
+        ) from None
+    _WORKERS_CHECKED.add(key)

@@ -97,6 +97,24 @@ def resampling_unit(buckets: Any) -> str:
     return " over single requests" if int(buckets) == 0 else f" over random groups ({int(buckets)} per slice cell)"
 
 
+#: how a person reads a value that is not there (a night without a pool version): absent, never ``None``
+ABSENT = "-"
+
+
+def shown(value: Any) -> str:
+    """``value`` as a table cell for a person: :data:`ABSENT` for None.
+
+    >>> shown(None), shown("pool-2026-11-28")
+    ('-', 'pool-2026-11-28')
+    """
+    return ABSENT if value is None else str(value)
+
+
+def system_and_pool(system: Any, pool: Any) -> str:
+    """``bm25 (pool-1)``, or the system alone when it has no pool version."""
+    return str(system) if pool is None else f"{system} ({pool})"
+
+
 def is_true(value: Any) -> bool:
     """A boolean column value (a CSV table reads it back as the string ``"true"``)."""
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")

@@ -118,7 +118,7 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
     """The line under the title, the links to the sections and, unless the run is published, a notice."""
     run_id = data.get("run_id")
     aggs = data.get("aggregates") or []
-    pools = sorted({str(r.get("pool_version")) for r in aggs})
+    pools = sorted({str(r.get("pool_version")) for r in aggs if r.get("pool_version") is not None})
     attempts = attempts_summary(data.get("attempts") or [])
     out = [f"<p class='sub'>run {escape(run_id)}" + (f" · pool version {escape(', '.join(pools))}" if pools else "")
            + (f" · {escape(attempts)} (<code>ndcg-spark runs --attempts</code>)" if attempts else "")

@@ -24,8 +24,9 @@ def section_contract(data: Mapping[str, Any]) -> list[str]:
     fingerprints = {str(r.get("contract_fingerprint")) for r in [*aggs, *comparisons] if r.get("contract_fingerprint")}
     if meta:
         fingerprints.add(str(meta.get("contract_fingerprint")))
-    pools = sorted({str(r.get("pool_version")) for r in aggs}
-                   | {str(r.get(f"{s}_pool_version")) for r in comparisons for s in ("baseline", "candidate")})
+    pools = sorted({r.get("pool_version") for r in aggs}
+                   | {r.get(f"{s}_pool_version") for r in comparisons for s in ("baseline", "candidate")}, key=str)
+    pools = [str(p) for p in pools if p is not None]
     identity = (
         ("run id", data.get("run_id")),
         ("contract fingerprint", ", ".join(sorted(fingerprints)) or "n/a"),

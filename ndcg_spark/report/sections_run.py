@@ -16,6 +16,7 @@ from ndcg_spark.report.charts import RED, bar_chart, chart_k, interval_chart
 from ndcg_spark.report.panel import headline, label
 from ndcg_spark.report.format import (
     OVERALL,
+    system_and_pool,
     escape,
     fmt_count,
     fmt_mean,
@@ -53,7 +54,7 @@ def section_overall(aggs: Sequence[Row], metric: str = LEGACY_METRIC) -> list[st
     ks = sorted({r.get("k") for r in overall if r.get("k") is not None})
     out.append("<div class='grid'>")
     for k in ks:
-        items = [{"label": f"{r.get('system')} ({r.get('pool_version')})", "value": r.get("macro"),
+        items = [{"label": system_and_pool(r.get('system'), r.get('pool_version')), "value": r.get("macro"),
                   "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
                   "note": f"{fmt_count(r.get('n_eligible'))} eligible / {fmt_count(r.get('n_requests'))} all"}
                  for r in overall if r.get("k") == k]
@@ -118,7 +119,7 @@ def _slice_chart(aggs: Sequence[Row], audit_rows: Sequence[Row], dim: Any, syste
                       + (" ◀ worst" if style == "worst" else ""),
                       "value": r.get("macro"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
                       "style": style, "note": f"{fmt_count(r.get('n_eligible'))} eligible"})
-    return [f"<div class='card'><b>{escape(system)}</b> <span class='sub'>({escape(pool)}) · macro {escape(label(metric, k))}"
+    return [f"<div class='card'><b>{escape(system)}</b> <span class='sub'>{'' if pool is None else '(' + escape(pool) + ') · '}macro {escape(label(metric, k))}"
             "</span><br>" + interval_chart(items, reference=overall.get("macro"), width=560) + "</div>"]
 
 

@@ -22,7 +22,7 @@ Examples
 contract d3409c6997964582
 system     pool                 k macro NDCG   scored   empty no results      all macro recall
 bm25       p1                  10     0.6535       16       3          1       20       0.7012
-dense      None                10        n/a        0       2          0        2          n/a
+dense      -                   10        n/a        0       2          0        2          n/a
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from ndcg_spark.config.trend_spec import flag_text, raised_flags
 from ndcg_spark.measures import split_measure, what_if_names
-from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit
+from ndcg_spark.report.format import OVERALL, fmt_count, resampling_unit, shown, system_and_pool
 from ndcg_spark.report.panel import declared, label, metric_of, of_metric
 from ndcg_spark.report.text_guardrails import format_guardrails
 from ndcg_spark.report.text_runs import format_attempts, format_runs
@@ -77,7 +77,7 @@ def per_request_summary(rows: Rows, metrics: list[str] | None = None) -> str:
                  f"{'no results':>10} {'all':>8}" + "".join(f" {'macro ' + label(m):>12}" for m in panel))
     others = {(r["system"], r["pool_version"], r["k"], metric_of(r)): r for r in rows}
     for r in of_metric(rows, headline):
-        line = (f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {_number(r['macro']):>10} "
+        line = (f"{r['system']:<10} {shown(r['pool_version']):<18} {r['k']:>3} {_number(r['macro']):>10} "
                 f"{r['scored']:>8} {r['empty_ideal']:>7} {fmt_count(r.get('no_results')):>10} {r['requests']:>8}")
         for m in panel:
             other = others.get((r["system"], r["pool_version"], r["k"], m), {})
@@ -155,7 +155,7 @@ def _panel_lines(overall: Rows, metrics: list[str] | None) -> list[str]:
         own = "" if eligible.get((r["system"], r["pool_version"], r["k"])) == r["n_eligible"] \
             else f" ({r['n_eligible']:,} eligible)"
         cells[metric_of(r), r["system"], r["pool_version"]] = _mean(r["macro"], r["macro_ci_low"], r["macro_ci_high"]) + own
-    names = [f"{system} ({pool})" for system, pool in columns]
+    names = [system_and_pool(system, pool) for system, pool in columns]
     widths = [max([len(name)] + [len(cells.get((m, *c), "n/a")) for m in panel]) for name, c in zip(names, columns)]
     first = max(len(label(m, top_k)) for m in panel)
     lines = [f"the other metrics at k={top_k} (macro [{level}]; eligible requests where they differ from "
@@ -190,7 +190,7 @@ def _unjudged_lines(overall: Rows, headline: str) -> list[str]:
     lines = [f"if every unjudged candidate were judged ({low_name} / _high: two what-ifs, not an interval):"]
     for r in (r for r in bounded if r["k"] == top_k):
         low, high = (_number(ends.get((w, r["system"], r["pool_version"], top_k))) for w in (low_name, high_name))
-        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(headline, top_k)} {_number(r['macro'])} "
+        lines.append(f"  {r['system']:<10} {shown(r['pool_version']):<18} {label(headline, top_k)} {_number(r['macro'])} "
                      f"({low} if the unjudged were judged at the lowest grade, {high} at the highest)")
     return lines
 
@@ -206,7 +206,7 @@ def _overall_lines(overall: Rows, headline: str) -> list[str]:
     )
     for r in overall:
         lines.append(
-            f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} "
+            f"{r['system']:<10} {shown(r['pool_version']):<18} {r['k']:>3} "
             f"{_mean(r['macro'], r['macro_ci_low'], r['macro_ci_high']):>34} "
             f"{_mean(r['weighted'], r['weighted_ci_low'], r['weighted_ci_high']):>37} "
             f"{r['n_eligible']:>9,} {r['n_empty_ideal']:>7,} {fmt_count(r.get('n_no_results')):>10} {r['n_requests']:>8,}"
@@ -306,7 +306,7 @@ def _comparison_header(first: Mapping[str, Any], top: Mapping[str, Any]) -> list
     level = f" ({first['ci_level']:.0%} intervals)" if first["ci_level"] is not None else ""
     return [
         f"comparison of run {first['run_id']}: {c} (candidate) vs {b} (baseline): {first['comparison_kind']} comparison",
-        f"  pools: {b} {first['baseline_pool_version']}, {c} {first['candidate_pool_version']}; {pools}",
+        f"  pools: {b} {shown(first['baseline_pool_version'])}, {c} {shown(first['candidate_pool_version'])}; {pools}",
         f"  contract {first['contract_fingerprint']}; ideal: {first['ideal']}; "
         f"{first['bootstrap_replicates']} bootstrap replicates{level}, {first['permutations']} sign flips"
         f"{resampling_unit(first.get('bootstrap_buckets'))}, seed {first['seed']}, "
@@ -416,20 +416,20 @@ def night_over_night(rows: Rows, metrics: list[str] | None = None) -> str:
     headline, *panel = declared(rows, metrics)
     lines = [f"night over night (overall macro {label(headline)}; comparable: same contract and pool version):"]
     for r in of_metric(rows, headline):
-        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3}  "
+        lines.append(f"  {r['system']:<10} {shown(r['pool_version']):<18} {r['k']:>3}  "
                      f"{_number(r.get('macro'))}  {_change(r)}")
     others = [r for r in rows if metric_of(r) in panel]
     if not others:
         return "\n".join(lines)
     top_k = max(r["k"] for r in others)
-    shown = [r for m in panel for r in of_metric(others, m) if r["k"] == top_k or _moves(r)]
-    width = max(len(label(metric_of(r), r["k"])) for r in shown)
+    listed = [r for m in panel for r in of_metric(others, m) if r["k"] == top_k or _moves(r)]
+    width = max(len(label(metric_of(r), r["k"])) for r in listed)
     lines.append(f"the other metrics, night over night (the same nights; at k={top_k}, and where flagged):")
-    for r in shown:
+    for r in listed:
         flags = flag_text(_moves(r)) if r.get("comparable") else ""  # the night's shifts: said above
         change = (_signed(r.get("delta_macro")) if r.get("comparable") and r.get("previous_run_id") is not None
                   else _change(r)) + (f"; {flags}" if flags else "")
-        lines.append(f"  {r['system']:<10} {str(r['pool_version']):<18} {label(metric_of(r), r['k']):<{width}}  "
+        lines.append(f"  {r['system']:<10} {shown(r['pool_version']):<18} {label(metric_of(r), r['k']):<{width}}  "
                      f"{_number(r.get('macro'))}  {change}")
     return "\n".join(lines)
 
@@ -454,7 +454,7 @@ def format_trend(rows: Rows, metrics: list[str] | None = None) -> str:
         for r in of_metric(rows, metric):
             share = r.get("empty_ideal_share")
             mean = _mean(r.get("macro"), r.get("macro_ci_low"), r.get("macro_ci_high"))
-            lines.append(f"{r['system']:<10} {str(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
+            lines.append(f"{r['system']:<10} {shown(r['pool_version']):<18} {r['k']:>3} {str(r['run_id']):<12} {mean:<25} "
                          f"{_number(r.get('n_eligible'), '{:,}') + '/' + _number(r.get('n_requests'), '{:,}'):>12} "
                          f"{_number(None if share is None else 100 * share, '{:.1f}%'):>11}  {_change(r)}")
     return "\n".join(lines)

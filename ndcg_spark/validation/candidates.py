@@ -64,8 +64,20 @@ def _order_flag(table: InputTable, contract: Contract) -> tuple[str, Column, Fla
         pos, pos_bad = table.number(cols.position, "position")
         invalid = pos_bad | pos.isNull() | F.isnan(pos) | (F.abs(pos) == F.lit(float("inf"))) | (pos < 1)
         return "__v_pos", pos, ("position_invalid", invalid)
-    score, score_bad = table.number(cols.score, "score")
+    score, score_bad = table.number(cols.score, "score", _score_hint(table, contract))
     return "__v_score", score, ("score_invalid", score_bad | score.isNull() | F.isnan(score))
+
+
+def _score_hint(table: InputTable, contract: Contract) -> str:
+    """What to declare when the candidates have neither the score nor the position column: the
+    list is ordered by score only because ``order: auto`` found no position column."""
+    cols = contract.columns
+    if cols.score in table.types or cols.position in table.types:
+        return ""
+    ranks = [c for c in table.original if any(word in c.lower() for word in ("rank", "pos"))]
+    like = f" (e.g. {ranks[0]!r} here)" if ranks else ""
+    return (f"nor is there a column {cols.position!r}: a column holding the displayed rank{like} is declared with "
+            "contract.columns.position: <its name> (order auto or position), a score column with contract.columns.score")
 
 
 def candidate_rows(

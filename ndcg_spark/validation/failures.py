@@ -52,11 +52,13 @@ def raise_on_broken_rules(counts: RuleCounts, spec: ValidationSpec) -> None:
     totals: dict[str, int] = {}
     for rule, _, n, _ in errors:
         totals[rule] = totals.get(rule, 0) + n
+    fixes = list(dict.fromkeys(RULES_BY_NAME[rule].fix for rule, *_ in errors if RULES_BY_NAME[rule].fix))
+    plain = [rule for rule in dict.fromkeys(rule for rule, *_ in errors) if not RULES_BY_NAME[rule].fix]
+    advice = [*fixes] + ([f"Fix the input, or declare e.g. validation.rules.{plain[0]}: quarantine to set such rows "
+                          "aside in outputs.quarantine and score the rest."] if plain else [])
     raise ValidationError(
         "input rows break validation rules handled as 'error'; nothing was written:\n"
-        + "\n".join(lines)
-        + f"\nFix the input, or declare e.g. validation.rules.{first}: quarantine to set such rows aside "
-        "in outputs.quarantine and score the rest.",
+        + "\n".join(lines) + "\n" + "\n".join(advice),
         first,
         totals,
     )
@@ -68,12 +70,15 @@ def _share_error(item: InputAccounting, counts: RuleCounts, spec: ValidationSpec
         (ex for (inp, kind, _), (_, ex) in counts.items() if inp == item.input and kind == "rule" and ex),
         default=None,
     )
+    fixes = [RULES_BY_NAME[rule].fix for rule, _ in item.quarantined_by_rule
+             if rule in RULES_BY_NAME and RULES_BY_NAME[rule].fix]
     return ValidationError(
         f"{item.input}: {item.rows_quarantined:,} of {item.rows_read:,} rows "
         f"({item.rows_quarantined / item.rows_read:.1%}) would be quarantined, above "
-        f"validation.max_quarantined_share = {spec.max_quarantined_share:.1%} (by rule: {rules}; "
-        f"e.g. {example}); nothing was written. Fix the input, or raise the maximum if this much "
-        "bad input is expected.",
+        f"validation.max_quarantined_share = {spec.max_quarantined_share:.1%} (by rule: {rules}"
+        + (f"; e.g. {example}" if example else "") + "); nothing was written. "
+        + (" ".join(dict.fromkeys(fixes)) + " Otherwise fix" if fixes else "Fix")
+        + " the input, or raise the maximum if this much bad input is expected.",
         item.quarantined_by_rule[0][0],
         dict(item.quarantined_by_rule),
     )
