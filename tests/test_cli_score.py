@@ -125,5 +125,7 @@ def test_missing_input_is_named(job, tmp_path, capsys):
     )
     assert main(["score", "--config", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "inputs.candidates: cannot read parquet /nonexistent/cands" in err
+    # refused before Spark starts (a local master): the path as resolved, and where relative ones start
+    assert ("inputs.candidates.path: no such file or folder: /nonexistent/cands (version 1 resolves a relative "
+            f"path against the YAML's folder's parent, {tmp_path})") in err
     assert "Traceback" not in err and "py4j" not in err.lower()

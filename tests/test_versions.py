@@ -1,7 +1,7 @@
 """The same inputs give the same per-request rows on every supported pyspark (3.5 to 4.x).
 
 The check runs in the older-pyspark lanes (``bash dev.sh test-on VERSION``, which CI runs for the
-oldest supported 3.5.x and a 4.0.x): the rows are computed in this session and, by this file run as
+oldest supported 3.5.x; 4.0.x on demand): the rows are computed in this session and, by this file run as
 a script, by the newest pyspark's own virtualenv (``NDCG_REFERENCE_PYTHON``); every column of every
 row must be the same bits. On the newest pyspark itself there is nothing to compare, so the test
 says so and skips.

@@ -49,7 +49,9 @@ def installed(tmp_path_factory) -> Path:
 
 
 def _run(bin_dir: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # the suite's own session set PYSPARK_PYTHON to its interpreter: the wheel's workers run the wheel's
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON",
+                                                            "PYSPARK_DRIVER_PYTHON")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run([str(bin_dir / "ndcg-spark"), *argv], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=900)

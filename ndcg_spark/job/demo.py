@@ -70,7 +70,7 @@ spark:
 
 def starter_text(name: str = "local.yaml") -> str:
     """The text of one of the shipped job YAMLs (``local.yaml``, ``compare_pools.yaml``)."""
-    return resources.files("ndcg_spark.starter").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("ndcg_spark").joinpath("starter", name).read_text(encoding="utf-8")
 
 
 def init(folder: str | Path, *, trec: tuple[str, str] | None = None, force: bool = False) -> Path:
