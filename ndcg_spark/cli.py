@@ -137,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "with --quick ndcg-spark-demo-quick)")
     where.add_argument("--config", help="run the demo on this job YAML instead (the checkout's conf/local.yaml)")
     demo.add_argument("--quick", action="store_true",
-                      help="a quick look: a sample of 1,000 requests instead of 20,000, when the folder has none yet")
+                      help="a quick look: a sample of 1,000 requests instead of 20,000 (when the folder has none yet) "
+                           "and 200 bootstrap replicates and sign flips instead of the YAML's")
     demo.add_argument("--run-id", help="today's run id (default: today's UTC date)")
     demo.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
@@ -384,6 +385,10 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         if not config_path.exists():
             demo.init(folder)
     config = JobConfig.from_yaml(config_path)
+    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    if args.quick:  # fewer replicates too: stage 2's cost is the bootstrap's, whatever the sample's size
+        document = demo.quick(document)
+        config = JobConfig.from_dict(document, base=Path(config.section("base")), source_file=f"{config_path} (quick)")
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else default_run_id()
     sample = Path(config.candidates.path).parent
     size = demo.QUICK_REQUESTS if args.quick else demo.DEMO_REQUESTS
@@ -395,7 +400,6 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         started = time.perf_counter()
         write_sample(spark, sample, n_requests=size)
         log.info("sample data (%d requests) written to %s in %.1f s", size, sample, time.perf_counter() - started)
-    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     published = {r.run_id for r in published_runs(spark, config.run_status()).collect()}
     base = Path(config.section("base"))
     for night, what, change in demo.earlier_nights(dt.date.fromisoformat(run_id[:10]) if _is_date(run_id)

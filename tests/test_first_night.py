@@ -139,3 +139,21 @@ def test_a_rank_column_without_position_or_score_is_named_as_the_position(spark)
     assert "(e.g. 'rank' here) is declared with contract.columns.position: <its name>" in said
     renamed = Contract.from_dict({"k": [2], "columns": {"position": "rank"}})
     assert validate_inputs(cands, judged, renamed, ValidationSpec()).candidates.count() == 2
+
+
+def test_quick_lowers_the_replicates_the_yaml_declares_and_nothing_else():
+    import yaml
+
+    from ndcg_spark.job.demo import QUICK_REPLICATES, quick, starter_text
+
+    shipped = yaml.safe_load(starter_text("local.yaml"))
+    fast = quick(shipped)
+    assert shipped["aggregate"]["bootstrap"]["replicates"] == 1000  # the document itself is left alone
+    assert fast["aggregate"]["bootstrap"]["replicates"] == fast["compare"]["bootstrap"]["replicates"] == QUICK_REPLICATES
+    assert fast["guardrails"]["bootstrap"]["replicates"] == fast["compare"]["permutations"] == QUICK_REPLICATES
+    for section in ("aggregate", "compare", "guardrails"):
+        shipped[section].get("bootstrap", {}).pop("replicates", None)
+        fast[section].get("bootstrap", {}).pop("replicates", None)
+        shipped[section].pop("permutations", None)
+        fast[section].pop("permutations", None)
+    assert fast == shipped

@@ -26,32 +26,39 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 
+def _env() -> dict[str, str]:
+    """This environment without what points into the checkout's or the suite's Python: the suite's
+    session set PYSPARK_PYTHON to its interpreter, and a PYTHONPATH would show pip the checkout's
+    package as installed."""
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh virtualenv with the checkout's wheel installed."""
     work = tmp_path_factory.mktemp("wheel")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-                            "-q", "-w", str(work / "dist")], capture_output=True, text=True, timeout=600)
+                            "-q", "-w", str(work / "dist")], capture_output=True, text=True, timeout=600, env=_env())
     if built.returncode != 0 and "bdist_wheel" in built.stderr:  # no `wheel` package: build it isolated
         built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q",
-                                "-w", str(work / "dist")], capture_output=True, text=True, timeout=600)
+                                "-w", str(work / "dist")], capture_output=True, text=True, timeout=600, env=_env())
     assert built.returncode == 0, built.stderr
     (wheel,) = (work / "dist").glob("ndcg_spark-*.whl")
     env_dir = work / "venv"
     venv.create(env_dir, with_pip=True)
     site = Path(subprocess.check_output([str(env_dir / "bin" / "python"), "-c",
-                                         "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+                                         "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True,
+                                        env=_env()).strip())
     (site / "suite_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
     done = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=_env())
     assert done.returncode == 0, done.stderr
     return env_dir / "bin"
 
 
 def _run(bin_dir: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    # the suite's own session set PYSPARK_PYTHON to its interpreter: the wheel's workers run the wheel's
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON",
-                                                            "PYSPARK_DRIVER_PYTHON")}
+    env = _env()
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run([str(bin_dir / "ndcg-spark"), *argv], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=900)
@@ -59,7 +66,7 @@ def _run(bin_dir: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess:
 
 def test_the_wheels_package_is_its_own_not_the_checkouts(installed, tmp_path):
     where = subprocess.check_output([str(installed / "python"), "-c", "import ndcg_spark; print(ndcg_spark.__file__)"],
-                                    cwd=tmp_path, text=True).strip()
+                                    cwd=tmp_path, text=True, env=_env()).strip()
     assert Path(where).is_relative_to(installed.parent) and not Path(where).is_relative_to(ROOT)
     version = _run(installed, tmp_path, "--version")
     assert version.returncode == 0 and version.stdout.startswith("ndcg-spark 0.")

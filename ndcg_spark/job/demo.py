@@ -33,8 +33,11 @@ from ndcg_spark.errors import ContractError
 #: the earlier night's sample, beside the YAML's sample folder
 NO_ANSWER_FOLDER = "sample-noanswer"
 NO_ANSWER_SHARE = 0.16
-#: the sample's size: the demo's, and ``--quick``'s (a look at every table and the report in about a minute)
+#: the sample's size: the demo's, and ``--quick``'s (a look at every table and the report)
 DEMO_REQUESTS, QUICK_REQUESTS = 20_000, 1_000
+#: ``--quick``'s bootstrap replicates and sign flips (the YAML's: 1000): stage 2's cost barely
+#: depends on the sample's size, and the intervals of 1,000 requests are wide anyway
+QUICK_REPLICATES = 200
 #: trec_eval's default cutoffs of ``ndcg_cut``, ``P`` and ``recall`` (its ``-m`` measures' defaults)
 TREC_EVAL_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
@@ -111,6 +114,22 @@ def earlier_nights(today: dt.date, sample_folder: Path) -> list[tuple[str, str, 
             "candidates": {"path": str(no_answer / "candidates")},
             "judgments": {"path": str(no_answer / "judgments")}}}),
     ]
+
+
+def quick(document: dict[str, Any]) -> dict[str, Any]:
+    """The YAML document with :data:`QUICK_REPLICATES` bootstrap replicates and sign flips wherever
+    it declares more (``aggregate``, ``compare``, ``guardrails``)."""
+    out = copy.deepcopy(document)
+    for section in ("aggregate", "compare", "guardrails"):
+        body = out.get(section)
+        if not isinstance(body, dict):
+            continue
+        bootstrap = body.get("bootstrap")
+        if isinstance(bootstrap, dict) and bootstrap.get("replicates", QUICK_REPLICATES) > QUICK_REPLICATES:
+            bootstrap["replicates"] = QUICK_REPLICATES
+        if body.get("permutations", 0) > QUICK_REPLICATES:
+            body["permutations"] = QUICK_REPLICATES
+    return out
 
 
 def changed(document: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
