@@ -173,11 +173,15 @@ def _unjudged_lines(overall: Rows, headline: str) -> list[str]:
 
     >>> rows = [{"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg", "macro": 0.653},
     ...         {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg_unjudged_low", "macro": 0.641},
-    ...         {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg_unjudged_high", "macro": 0.702}]
+    ...         {"system": "bm25", "pool_version": "p1", "k": 10, "metric": "ndcg_unjudged_high", "macro": 0.702},
+    ...         {"system": "dense", "pool_version": None, "k": 10, "metric": "ndcg", "macro": 0.6535},
+    ...         {"system": "dense", "pool_version": None, "k": 10, "metric": "ndcg_unjudged_low", "macro": 0.6535},
+    ...         {"system": "dense", "pool_version": None, "k": 10, "metric": "ndcg_unjudged_high", "macro": 0.6025}]
     >>> for line in _unjudged_lines(rows, "ndcg"):
     ...     print(line)
     if every unjudged candidate were judged (ndcg_unjudged_low / _high: two what-ifs, not an interval):
       bm25       p1                 NDCG@10 0.6530 (0.6410 if the unjudged were judged at the lowest grade, 0.7020 at the highest)
+      dense      -                  NDCG@10 0.6535 (0.6535 if the unjudged were judged at the lowest grade, 0.6025 at the highest; lower at the highest: judged high, they raise each request's ideal as well)
     """
     low_name, high_name = what_if_names(headline)
     ends = {(metric_of(r), r["system"], r["pool_version"], r["k"]): r.get("macro") for r in overall
@@ -189,9 +193,13 @@ def _unjudged_lines(overall: Rows, headline: str) -> list[str]:
     top_k = max(r["k"] for r in bounded)
     lines = [f"if every unjudged candidate were judged ({low_name} / _high: two what-ifs, not an interval):"]
     for r in (r for r in bounded if r["k"] == top_k):
-        low, high = (_number(ends.get((w, r["system"], r["pool_version"], top_k))) for w in (low_name, high_name))
+        values = [ends.get((w, r["system"], r["pool_version"], top_k)) for w in (low_name, high_name)]
+        low, high = map(_number, values)
+        # judged high, the unjudged raise the request's ideal too: the mean can fall (a ratio's what-if)
+        why = ("; lower at the highest: judged high, they raise each request's ideal as well"
+               if values[1] is not None and r.get("macro") is not None and values[1] < r["macro"] else "")
         lines.append(f"  {r['system']:<10} {shown(r['pool_version']):<18} {label(headline, top_k)} {_number(r['macro'])} "
-                     f"({low} if the unjudged were judged at the lowest grade, {high} at the highest)")
+                     f"({low} if the unjudged were judged at the lowest grade, {high} at the highest{why})")
     return lines
 
 
