@@ -137,8 +137,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "with --quick ndcg-spark-demo-quick)")
     where.add_argument("--config", help="run the demo on this job YAML instead (the checkout's conf/local.yaml)")
     demo.add_argument("--quick", action="store_true",
-                      help="a quick look: a sample of 1,000 requests instead of 20,000 (when the folder has none yet) "
-                           "and 200 bootstrap replicates and sign flips instead of the YAML's")
+                      help="a quick look: a sample of 1,000 requests instead of 20,000 (when the folder has none yet), "
+                           "200 bootstrap replicates and sign flips instead of the YAML's, one earlier night")
     demo.add_argument("--run-id", help="today's run id (default: today's UTC date)")
     demo.add_argument("--debug", action="store_true", help="show the full trace on failure")
     sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
@@ -402,8 +402,9 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         log.info("sample data (%d requests) written to %s in %.1f s", size, sample, time.perf_counter() - started)
     published = {r.run_id for r in published_runs(spark, config.run_status()).collect()}
     base = Path(config.section("base"))
-    for night, what, change in demo.earlier_nights(dt.date.fromisoformat(run_id[:10]) if _is_date(run_id)
-                                                   else dt.datetime.now(dt.timezone.utc).date(), sample):
+    today = dt.date.fromisoformat(run_id[:10]) if _is_date(run_id) else dt.datetime.now(dt.timezone.utc).date()
+    nights = demo.earlier_nights(today, sample)
+    for night, what, change in nights[-1:] if args.quick else nights:  # --quick: yesterday's night only
         if night in published:
             print(f"demo night {night} ({what}): already published")
             continue

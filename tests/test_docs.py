@@ -8,8 +8,8 @@ What each fenced block of a page is, and how it is checked:
 ``console``  ``$ ndcg-spark …`` and ``$ python -m …`` commands, run in-process, in order, in a
              temporary copy of the checkout (``conf/`` as shipped; relative paths on the command line
              point into the copy). The lines after a command are its expected output: ``…`` matches
-             anything and the copy's path reads ``<checkout>``. Output starting ``<prog>: failed.``
-             must come with exit status 2, anything else with 0.
+             anything and the copy's path reads ``<checkout>``. Output with a line ``<prog>: failed.``
+             (after the steps' progress lines, if any) must come with exit status 2, anything else with 0.
 ``sql``      run statement by statement after the console examples, against the tables they wrote
              (``'warehouse/…'`` paths point into the copy); a query must return rows.
 ``yaml``     loaded onto ``conf/local.yaml`` and parsed by the job config and the section's spec.
@@ -151,8 +151,8 @@ class Command:
 
     @property
     def expected_status(self) -> int:
-        first = next((line for line in self.expected if line.strip()), "")
-        return 2 if re.match(r"^\S+ \S+: failed\.$", first) else 0
+        # a failure may come after the progress lines of the steps it started
+        return 2 if any(re.match(r"^\S+ \S+: failed\.$", line) for line in self.expected) else 0
 
     def where(self) -> str:
         return f"{self.block.page.relative_to(ROOT)}:{self.line}: $ {shlex.join(self.argv)}"
