@@ -174,13 +174,17 @@ def test_first_screen_worst_slices_are_one_table_with_the_below_overall_highligh
     page = render_html(data)
     first = _first_screen(page)
     assert first.count("<table class='worst'>") == 1
-    assert "<th class='l'>rarity @5</th>" in first and "<th class='l'>rarity @10</th>" in first
+    # at the chart K only (a row per dimension): a row per dimension x K did not fit a 1400x900 window
+    assert "<th class='l'>rarity @10</th>" in first and "rarity @5" not in first
+    assert "Per dimension at K = 10," in first
     highlighted = re.findall(r"<td class='l below'>.*?</td>", first)
     assert len(highlighted) == 1 and "&lt;b&gt;x&lt;/b&gt;" in highlighted[0]
     for text in (fmt_mean(0.4123), fmt_interval(0.3507, 0.4739), fmt_delta(0.4123 - 0.6123), "321 eligible"):
         assert text in highlighted[0], text
     assert "<b>rare</b> " + "<span class='num'>" + fmt_mean(0.6311) in first  # not below: shown, not red
-    assert "no slice ranked (0 of 4 ranked)" in first
+    assert "no slice ranked (0 of 4 ranked)" not in first  # K = 5's cell
+    five = _first_screen(render_html(dict(data, chart_k=5)))
+    assert "rarity @5" in five and "no slice ranked (0 of 4 ranked)" in five
     # the old call-outs, one per system x K, are gone from the slices section
     assert "Worst slice of" not in page and "class='callout'" not in page
 

@@ -63,7 +63,7 @@ def section_first_screen(data: Mapping[str, Any]) -> list[str]:
     out += _headline(overall, ks, data)
     out += _panel(data, overall)
     out += _verdicts(data.get("comparisons") or [], ks, data)
-    out += _worst_slices(data.get("audit") or [])
+    out += _worst_slices(data.get("audit") or [], chart_k(data, overall))
     out.append("</section>")
     return out
 
@@ -209,9 +209,11 @@ def _verdict_line(r: Row, guardrails: str = "", panel: str = "") -> str:
             f"{escape(kind)}</span>{small}{panel}{guardrails}</li>")
 
 
-def _worst_slices(audit: Sequence[Row]) -> list[str]:
-    """The audit as one table: a row per slice dimension x K, a column per system; red where the worst slice's
-    whole interval lies below the overall mean."""
+def _worst_slices(audit: Sequence[Row], k: Any) -> list[str]:
+    """The audit at the headline's chart K as one table: a row per slice dimension, a column per
+    system; red where the worst slice's whole interval lies below the overall mean. (A row per
+    dimension x K made the first screen longer than a 1400x900 window; every K is below, in Slices.)"""
+    audit = [a for a in audit if a.get("k") == k] or list(audit)
     if not audit:
         return []
     systems = sorted({(a.get("system"), a.get("pool_version")) for a in audit}, key=lambda s: tuple(map(str, s)))
@@ -225,7 +227,7 @@ def _worst_slices(audit: Sequence[Row]) -> list[str]:
     for dim, k in rows:
         out.append(f"<tr><th class='l'>{escape(dim)} @{escape(k)}</th>"
                    + "".join(_worst_cell(cells.get((dim, k, s, p))) for s, p in systems) + "</tr>")
-    out.append("</table><p class='sub legend'>Per dimension and K, the ranked slice with the lowest macro mean: "
+    out.append(f"</table><p class='sub legend'>Per dimension at K = {escape(k)}, the ranked slice with the lowest macro mean: "
                "its mean [interval], gap to the overall mean, eligible requests. <span class='below-key'>Red</span>: "
                "its whole interval lies below the overall mean (a screening flag: the worst of several is low "
                "partly by selection). Every slice is in <a href='#slices'>Slices</a>.</p>")
