@@ -263,7 +263,9 @@ const items = [...document.querySelectorAll('[data-headline]')].map(e => {
 });
 const out = document.createElement('pre');
 out.id = 'measured';
-out.textContent = JSON.stringify({width: innerWidth, height: innerHeight, scrollY: scrollY, items: items});
+const worst = document.querySelector('table.worst');
+out.textContent = JSON.stringify({width: innerWidth, height: innerHeight, scrollY: scrollY, items: items,
+                                  worst: worst ? worst.getBoundingClientRect().bottom : null});
 document.body.appendChild(out);
 </script>"""
 
@@ -304,6 +306,8 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     assert len(items) == len(data["aggregates"]) + 3 + len(systems)  # every headline row, panel row, verdict line
     below_the_fold = [it for it in items if not 0 <= it["top"] < it["bottom"] <= measured["height"]]
     assert not below_the_fold, below_the_fold
+    # the worst slices at the chart K, a row per dimension, on the first screen too
+    assert measured["worst"] is not None and measured["worst"] <= measured["height"], measured["worst"]
     shown = " ".join(it["text"] for it in items)
     for r in data["aggregates"]:
         assert fmt_mean(r["macro"]) in shown and fmt_interval(r["macro_ci_low"], r["macro_ci_high"]) in shown

@@ -61,6 +61,7 @@ h2.first{margin:10px 0 6px;border:0;padding:0;font-size:1.25em}.first table{marg
 .better{color:#1e7b34}.worse{color:#c0392b}.no-clear-difference,.no-interval{color:#5b6577}
 .flag{color:#a93226;font-weight:600}.brk{color:#8a6d00}td.below{background:#fdecea;border-left:4px solid #c0392b}
 .below-key{color:#c0392b;font-weight:600}.legend{font-size:.85em;margin:0 0 8px}
+.beside{display:flex;flex-wrap:wrap;gap:0 24px;align-items:flex-start}.beside>div{flex:1 1 420px}
 .card.trend{margin:10px 0}.series{display:flex;flex-wrap:wrap;gap:4px 16px;align-items:flex-start}
 .series .notes{flex:1;min-width:280px;padding-top:20px}.note{font-size:.85em;font-weight:normal;margin:2px 0}
 .card.trend table{font-size:.84em}.card.trend td.wrap{min-width:200px}.card.trend details{overflow-x:auto}

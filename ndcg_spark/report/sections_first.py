@@ -61,9 +61,10 @@ def section_first_screen(data: Mapping[str, Any]) -> list[str]:
     out = ["<section id='first-screen' class='first'>",
            f"<h2 class='first'>At a glance: macro {escape(label(metric))}{escape(at)}</h2>"]
     out += _headline(overall, ks, data)
-    out += _panel(data, overall)
     out += _verdicts(data.get("comparisons") or [], ks, data)
-    out += _worst_slices(data.get("audit") or [], chart_k(data, overall))
+    # the other metrics and the worst slices side by side (one above the other they ran past 1400x900)
+    beside = _panel(data, overall) + _worst_slices(data.get("audit") or [], chart_k(data, overall))
+    out += ["<div class='beside'>", *beside, "</div>"] if beside else []
     out.append("</section>")
     return out
 
@@ -227,10 +228,11 @@ def _worst_slices(audit: Sequence[Row], k: Any) -> list[str]:
     for dim, k in rows:
         out.append(f"<tr><th class='l'>{escape(dim)} @{escape(k)}</th>"
                    + "".join(_worst_cell(cells.get((dim, k, s, p))) for s, p in systems) + "</tr>")
+    out.insert(0, "<div>")
     out.append(f"</table><p class='sub legend'>Per dimension at K = {escape(k)}, the ranked slice with the lowest macro mean: "
                "its mean [interval], gap to the overall mean, eligible requests. <span class='below-key'>Red</span>: "
                "its whole interval lies below the overall mean (a screening flag: the worst of several is low "
-               "partly by selection). Every slice is in <a href='#slices'>Slices</a>.</p>")
+               "partly by selection). Every slice is in <a href='#slices'>Slices</a>.</p></div>")
     return out
 
 
