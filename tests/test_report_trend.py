@@ -312,3 +312,11 @@ def test_first_screen_fits_1400x900_and_the_trend_shows_in_chromium(data, tmp_pa
     for r in data["aggregates"]:
         assert fmt_mean(r["macro"]) in shown and fmt_interval(r["macro_ci_low"], r["macro_ci_high"]) in shown
     assert fmt_delta(0.0912) in shown and "candidate worse" in shown
+
+
+def test_a_single_night_gets_a_sentence_not_a_chart_per_system_and_k(data):
+    one = [r for r in data["trend"] if r["run_id"] == RUN]
+    page = render_html(dict(data, trend=one))
+    trend = page.split("<h2 id='trend'>", 1)[1].split("<h2", 1)[0]
+    assert f"{RUN} is the first night in the trend table" in trend
+    assert "<svg" not in trend and "class='card'" not in trend

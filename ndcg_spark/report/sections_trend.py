@@ -96,6 +96,10 @@ def section_trend(data: Mapping[str, Any]) -> list[str]:
     runs = sorted({str(r.get("run_id")) for r in rows})
     current = None if data.get("run_id") is None else str(data.get("run_id"))
     title = escape(label(headline(data)))
+    if len(runs) < 2:  # a chart per system x K with one point each says nothing a sentence does not
+        return ["<h2 id='trend'>Trend</h2>",
+                f"<p class='sub'>{escape(runs[0])} is the first night in the trend table: its charts start with "
+                f"the next night (its macro {title}@K is in the table above).</p>"]
     out = [f"<h2 id='trend'>Trend: the last {len(runs)} runs</h2>",
            f"<p class='sub'>Macro {title}@K of each night with its interval (the bar), "
            f"{escape(runs[0])} to {escape(runs[-1])}. A line joins a night to the previous one only when they "
