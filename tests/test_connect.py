@@ -73,8 +73,8 @@ def test_console_script_runs_a_night_over_a_local_connect_server(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "CANNOT_CONFIGURE_SPARK_CONNECT_MASTER" not in run.stderr
     assert re.search(rf"run c1: published by attempt [0-9a-f]{{12}} \(parquet {re.escape(str(tmp_path))}/out/run_status says complete\)", run.stdout)
-    for name in ("score", "aggregate", "publish", "report"):
-        assert f"run c1: step {name} done in " in run.stderr, run.stderr[-2000:]
+    for place, name in enumerate(("score", "aggregate", "publish", "report"), 1):
+        assert f"run c1: step {place} of 4: {name} done in " in run.stderr, run.stderr[-2000:]
     per_request = pq.read_table(tmp_path / "out" / "per_request").to_pylist()
     assert len(per_request) == 60 * 2 * 2  # requests x systems (bm25, hybrid) x K
     assert {str(r["run_id"]) for r in per_request} == {"c1"}

@@ -74,6 +74,23 @@ def test_a_step_says_when_it_starts_while_it_runs_and_when_it_ends(spark, monkey
     assert any(re.search(r"\(Spark stage \d+: \d of 2 tasks done\)$", line) for line in running), running
 
 
+def test_a_step_of_a_plan_says_its_place_in_it(spark, caplog):
+    """Inside a command's planned steps a step is announced as ``step 2 of 3: aggregate``; a step
+    the plan does not name (the checks) by name alone."""
+    import logging
+
+    from ndcg_spark.job import steps
+
+    with caplog.at_level(logging.INFO, logger="ndcg_spark.job.steps"), steps.planned(["score", "aggregate", "publish"]):
+        with steps.step(spark, "t5", "aggregate"):
+            pass
+        with steps.step(spark, "t5", "checks"):
+            pass
+    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.job.steps"]
+    assert said[:2] == ["run t5: step 2 of 3: aggregate started", said[1]]
+    assert said[1].startswith("run t5: step 2 of 3: aggregate done in ") and said[2] == "run t5: step checks started"
+
+
 def test_a_run_is_cancelled_from_another_thread_and_its_heartbeat_runs_apart(spark, tmp_path):
     """docs/operations.md, "Job tags": ``cancel_tagged`` with the run's tag, from another thread,
     cancels the job a step of this thread runs; the heartbeat's jobs carry its own tag only (not
@@ -147,7 +164,7 @@ def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkey
     assert outcome.scored.rows_written == 1
     assert seen["tags"] >= {"ndcg-spark:t2", "ndcg-spark:t2:score"}
     done = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and " done in " in r.getMessage()]
-    assert [m.split(" done in ")[0] for m in done] == ["run t2: step score", "run t2: step publish"]
+    assert [m.split(" done in ")[0] for m in done] == ["run t2: step 1 of 2: score", "run t2: step 2 of 2: publish"]
     assert all(m.endswith(" s") for m in done)
 
 
@@ -162,8 +179,8 @@ def test_the_console_script_prints_the_steps_on_stderr(spark, tmp_path, capsys):
                       f"outputs: {{per_request: {{path: {tmp_path}/out}}}}\n")
     assert main(["score", "--config", str(config), "--run-id", "t3"]) == 0
     shown = capsys.readouterr()
-    assert "run t3: step score done in " in shown.err and "run t3: step publish done in " in shown.err
-    assert "step score" not in shown.out  # the results stay on stdout, the progress on stderr
+    assert "run t3: step 1 of 2: score done in " in shown.err and "run t3: step 2 of 2: publish done in " in shown.err
+    assert "score done in" not in shown.out  # the results stay on stdout, the progress on stderr
     assert not logging.getLogger("ndcg_spark").handlers  # the CLI's handler is gone afterwards
 
 

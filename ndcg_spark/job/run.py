@@ -46,7 +46,7 @@ from ndcg_spark.job.io import read_run
 from ndcg_spark.job.lease import publishing
 from ndcg_spark.job.lineage import Replay, replay_plan
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
-from ndcg_spark.job.steps import step
+from ndcg_spark.job.steps import planned, step
 from ndcg_spark.job.trends import TrendResult, trend_stage
 from ndcg_spark.job.stages import (
     AggregateResult,
@@ -156,6 +156,28 @@ def run_job(
     if replay is not None and command not in ("score", "run"):
         raise ValueError(f"replay: only score and run read inputs, not {command}")
     stage2 = command == "aggregate" or (command == "run" and config.writes_stage2())
+    with planned(_step_names(config, command, stage2=stage2)):
+        return _run_steps(spark, config, command, run_id, stage2=stage2, before_report=before_report,
+                          take_over=take_over, wait=wait, replay=replay)
+
+
+def _step_names(config: JobConfig, command: str, *, stage2: bool) -> tuple[str, ...]:
+    """The steps ``command`` announces, in order: what ``step 2 of 5`` counts."""
+    if command == "compare":
+        steps = ("compare", *(("guardrails",) if guardrail_plan(config) is not None else ()))
+    elif command == "report":
+        steps = ()
+    else:
+        steps = (*(("score",) if command != "aggregate" else ()), *(("aggregate",) if stage2 else ()),
+                 *(("trend",) if stage2 and config.output("trend") is not None else ()), "publish")
+    reports = command == "report" or (command in _REPORTING and report_configured(config))
+    return (*steps, *(("report",) if reports else ()))
+
+
+def _run_steps(spark: SparkSession, config: JobConfig, command: str, run_id: str, *, stage2: bool,
+               before_report: Callable[[RunOutcome], None] | None, take_over: bool, wait: dt.timedelta | None,
+               replay: str | None) -> RunOutcome:
+    """:func:`run_job`'s steps, in its order."""
     with step(spark, run_id, "checks", level=logging.DEBUG):
         _check_before_writing(spark, config, command, run_id, stage2=stage2)
         plan = None if replay is None else _replay(spark, config, replay)
