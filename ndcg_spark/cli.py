@@ -269,11 +269,12 @@ def _session(config, app_name: str, master_from_config: bool, ending: Ending):
 
 def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: Ending) -> int:
     from ndcg_spark.job.trends import trend_rows
+    from ndcg_spark.metrics.slices import overall_rows
     from ndcg_spark.report.text import format_trend
 
     spec = config.trend_spec().narrowed(last=args.last, since=args.since)
     spark = _session(config, "ndcg-spark trend", master_from_config, ending)
-    rows = trend_rows(spark, config, spec).filter("slice_dimension = 'overall'").collect()
+    rows = overall_rows(trend_rows(spark, config, spec)).collect()
     print(format_trend([r.asDict() for r in rows], list(config.contract.metric_names)))
     return EXIT_OK
 

@@ -251,13 +251,13 @@ def test_every_job_of_a_step_carries_the_run_and_step_tags_over_connect(connect_
 
 def test_clearing_a_run_of_a_path_table_over_connect(connect_spark, tmp_path):
     from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import clear_run, output_exists, read_run, write_run_partitioned
+    from ndcg_spark.job.io import clear_run, read_run, read_written, write_run_partitioned
 
     target = Source(path=str(tmp_path / "quarantine"))
-    assert not output_exists(connect_spark, target)
+    assert read_written(connect_spark, target) is None
     rows = connect_spark.createDataFrame([("r:1", "x"), ("r:1", "y"), ("r2", "z")], "run_id string, v string")
     write_run_partitioned(rows, target)
-    assert output_exists(connect_spark, target)
+    assert read_written(connect_spark, target).count() == 3
     clear_run(connect_spark, target, "r:1")
     left = sorted((r["run_id"], r["v"]) for r in read_run(connect_spark, target).collect())
     assert left == [("r2", "z")]

@@ -649,15 +649,53 @@ def rule_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def check_table() -> str:
+    """The rules past input validation as the markdown table of docs/validation.md."""
+    from ndcg_spark.config.validation_spec import CHECKS
+
+    rows = ["| rule | checked in | broken when |", "|---|---|---|"]
+    rows += [f"| `{c.name}` | {c.where} | {c.description} |" for c in CHECKS]
+    return "\n".join(rows) + "\n"
+
+
+CHECKS_BLOCK = re.compile(r"(<!-- BEGIN CHECKS:[^\n]*-->\n)(.*?)(<!-- END CHECKS -->)", re.S)
+
+
 def test_rule_catalogue_is_generated_from_the_code():
-    match = RULES_BLOCK.search(VALIDATION.read_text(encoding="utf-8"))
+    text = VALIDATION.read_text(encoding="utf-8")
+    match = RULES_BLOCK.search(text)
     assert match, "docs/validation.md: the BEGIN RULES / END RULES markers are missing"
     assert match.group(2) == rule_table(), "docs/validation.md is behind the rules: run `.venv/bin/python tests/test_docs.py`"
+    checks = CHECKS_BLOCK.search(text)
+    assert checks, "docs/validation.md: the BEGIN CHECKS / END CHECKS markers are missing"
+    assert checks.group(2) == check_table(), "docs/validation.md is behind the checks: run `.venv/bin/python tests/test_docs.py`"
+
+
+#: a rule named in a message or docstring: ``(rule: name)``, ``rule ``name````, or a rule handed
+#: to the helper that words stage 2's messages
+NAMED_RULE = re.compile(r"(?<!\w)rule:? `{0,2}([a-z]+(?:_[a-z]+)+)|bad_\w+, \"([a-z]+(?:_[a-z]+)+)\"")
+
+
+def test_every_rule_a_message_names_is_in_the_catalogue():
+    """A rule name a user reads in a message is one docs/validation.md lists (the validation rules,
+    the guardrails' outcome rules, or the checks past validation)."""
+    from ndcg_spark.config.guardrail_spec import OUTCOME_RULES
+    from ndcg_spark.config.validation_spec import CHECKS, RULE_NAMES
+
+    known = {*RULE_NAMES, *OUTCOME_RULES, *(c.name for c in CHECKS)}
+    named = {}
+    for path in sorted((ROOT / "ndcg_spark").rglob("*.py")):
+        for match in NAMED_RULE.finditer(path.read_text(encoding="utf-8")):
+            named.setdefault(match.group(1) or match.group(2), path.relative_to(ROOT))
+    assert {"weight_missing", "duplicate_request", "metric_out_of_range", "exact_sum_overflow"} <= set(named)
+    unknown = {name: str(where) for name, where in named.items() if name not in known}
+    assert not unknown, f"rules named in messages but not catalogued: {unknown}"
 
 
 if __name__ == "__main__":  # rewrite the generated rule table of docs/validation.md and column tables of docs/tables.md
     text = VALIDATION.read_text(encoding="utf-8")
-    VALIDATION.write_text(RULES_BLOCK.sub(lambda m: m.group(1) + rule_table() + m.group(3), text), encoding="utf-8")
+    text = RULES_BLOCK.sub(lambda m: m.group(1) + rule_table() + m.group(3), text)
+    VALIDATION.write_text(CHECKS_BLOCK.sub(lambda m: m.group(1) + check_table() + m.group(3), text), encoding="utf-8")
     print(f"{VALIDATION.relative_to(ROOT)}: rule table rewritten", file=sys.stderr)
     TABLES.write_text(generated_tables_page(TABLES.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"{TABLES.relative_to(ROOT)}: column tables rewritten", file=sys.stderr)

@@ -5,7 +5,7 @@ are judged -- at its worst over every grading of them (docs/judging.md says why 
 can be met by every grading). Here the sample night (the embedded generator, conf/local.yaml's
 contract) is planned, the planned documents get grades from a known generator (seeded, the scale's
 grades at the sample's own proportions), the grades are added to the judgments and the night is
-scored again by ``score_requests``; the re-run's spread (:func:`ndcg_spark.judging.target.target_spread`:
+scored again by ``score_requests``; the re-run's spread (:func:`target_spread`:
 the mean of its requests' unjudged ranges, from its per-request table and its lists) must
 
 * lie at or below the plan's ``spread_remaining`` at that row, for every prefix tried;
@@ -26,7 +26,7 @@ from ndcg_spark.config.compare_spec import Side
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.spread import Scale
 from ndcg_spark.judging.swings import scale_of, tie_aware
-from ndcg_spark.judging.target import Target, target_spread
+from ndcg_spark.judging.target import Spread, Target, request_ranges, target_rows, target_sums
 from ndcg_spark.sample.generate import generate
 from ndcg_spark.scoring.score import scoring_rows
 
@@ -61,6 +61,15 @@ def rerun_spread(spark, night, plan_rows, grades: dict, target: Target) -> float
     lists = request_lists(scoring_rows(night["candidates"], judged, contract, None, None, integer_ids=False),
                           judged, contract)
     return target_spread(per_request, lists, target, Scale.of(scale_of(contract), target.k), tie_aware(contract))
+
+
+def target_spread(per_request, lists, target: Target, scale: Scale, tie_aware: bool, scores_no_results: bool = False) -> float:
+    """The target's unjudged spread: the mean of its requests' unjudged ranges (weighted like the
+    target), from the night's per-request table and its lists. What a plan's ``spread_remaining`` is
+    a statement about."""
+    rows = target_rows(per_request, target, scores_no_results)
+    target_sums(rows, target)  # the weights checked
+    return Spread.of([r.asDict() for r in request_ranges(rows, lists, target, scale, tie_aware).collect()]).value
 
 
 def drawn(plan_rows, seed: int) -> dict:

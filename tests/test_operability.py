@@ -20,7 +20,7 @@ from ndcg_spark.frames import ADAPTIVE_EXECUTION as ADAPTIVE
 from ndcg_spark.frames import ADVISORY_PARTITION_SIZE as ADVISORY
 from ndcg_spark.frames import SHUFFLE_PARTITIONS
 from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import clear_run, output_exists, read_run, read_written, write_run_partitioned
+from ndcg_spark.job.io import clear_run, read_run, read_written, write_run_partitioned
 
 
 def current_tags(spark) -> set[str]:
@@ -186,11 +186,11 @@ def test_the_console_script_prints_the_steps_on_stderr(spark, tmp_path, capsys):
 
 def test_clearing_a_run_of_a_path_table_removes_its_rows_only(spark, tmp_path):
     target = Source(path=str(tmp_path / "quarantine"))
-    assert not output_exists(spark, target)
+    assert read_written(spark, target) is None
     clear_run(spark, target, "r:1")  # nothing written yet: nothing to do
     rows = spark.createDataFrame([("r:1", "x"), ("r:1", "y"), ("r2", "z")], "run_id string, v string")
     write_run_partitioned(rows, target)
-    assert output_exists(spark, target)
+    assert read_written(spark, target).count() == 3
     clear_run(spark, target, "r:1")
     clear_run(spark, target, "r3")  # a run with no rows: nothing to do
     assert sorted(tuple(r) for r in read_run(spark, target).select("run_id", "v").collect()) == [("r2", "z")]
@@ -200,14 +200,13 @@ def test_clearing_a_run_of_a_path_table_removes_its_rows_only(spark, tmp_path):
 
 def test_an_empty_folder_is_not_an_output(spark, tmp_path):
     (tmp_path / "empty").mkdir()
-    assert not output_exists(spark, Source(path=str(tmp_path / "empty")))
     assert read_written(spark, Source(path=str(tmp_path / "empty"))) is None
     assert read_written(spark, Source(path=str(tmp_path / "missing")), "r1") is None
 
 
 def test_reading_a_written_output_infers_its_schema_once(spark, tmp_path):
     """read_written reads a path table once: Spark infers a Parquet table's schema with a job of
-    its own, which asking output_exists first and then read_run would run twice."""
+    its own, which asking whether the table exists first and then reading it would run twice."""
     target = Source(path=str(tmp_path / "aggregate"))
     write_run_partitioned(spark.createDataFrame([("r1", 1), ("r2", 2)], "run_id string, v int"), target)
     scheduler = spark.sparkContext._jsc.sc().dagScheduler()
@@ -220,9 +219,6 @@ def test_reading_a_written_output_infers_its_schema_once(spark, tmp_path):
     rows = read_written(spark, target, "r2")
     assert jobs_started() - before == 1  # the schema's job, nothing else yet
     assert [tuple(r) for r in rows.select("run_id", "v").collect()] == [("r2", 2)]
-    before = jobs_started()
-    assert output_exists(spark, target) and read_run(spark, target) is not None
-    assert jobs_started() - before == 2  # the other way: twice
 
 
 def test_small_results_sorted_in_python_come_in_sparks_order(spark):
@@ -249,7 +245,7 @@ def test_clearing_a_run_of_a_catalog_table_drops_its_partition_only(spark):
     target = Source(table="operability_it.quarantine")
     try:
         clear_run(spark, target, "r:1")  # no table yet: nothing to do
-        assert not output_exists(spark, target)
+        assert read_written(spark, target) is None
         write_run_partitioned(spark.createDataFrame([("x", "r:1"), ("y", "r:1"), ("z", "r2")], "v string, run_id string"),
                               target)
         clear_run(spark, target, "r:1")

@@ -2,8 +2,8 @@
 them with ``-q``. The ``trec_eval`` preset's night on trec_eval's own test files (``results.test``,
 ``qrels.test``), listed by the command: every line of a measure trec_eval also prints is the line of
 trec_eval's published ``out.test.aq`` -- per query and ``all``, character for character -- and every
-such line of ``out.test.aq`` is listed (skipped where trec_eval's ``test/`` files are missing, as
-tests/test_trec_eval_suite.py is)."""
+such line of ``out.test.aq`` is listed (tests/peers.py: skipped where trec_eval's ``test/`` files
+are missing, except in CI)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from ndcg_spark.cli import main
-from tests.test_trec_eval_suite import SUITE, pytestmark  # noqa: F401  (skipped without trec_eval's files)
+from tests.peers import TREC_EVAL_SUITE as SUITE, needs_trec_eval_suite
+
+pytestmark = needs_trec_eval_suite
 
 KS = [1, 5, 10, 15, 20, 30, 100, 200, 500, 1000]
 

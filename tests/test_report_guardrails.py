@@ -263,7 +263,6 @@ def test_rows_reach_the_page_from_a_dataframe(spark, data):  # noqa: F811
 
 @pytest.mark.e2e
 def test_job_reads_the_guardrail_table_when_configured_and_written(spark, sample_run, tmp_path):
-    from ndcg_spark.errors import ContractError
     from ndcg_spark.job.config import JobConfig, Source
     from ndcg_spark.job.io import write_run_partitioned
     from ndcg_spark.job.report_files import report_sources
@@ -271,10 +270,7 @@ def test_job_reads_the_guardrail_table_when_configured_and_written(spark, sample
     job = yaml.safe_load(sample_run.config.read_text(encoding="utf-8"))
     assert report_sources(spark, JobConfig.from_dict(job, base=sample_run.root), sample_run.run_id).guardrails is None
     job["outputs"]["guardrails"] = {"path": str(tmp_path / "guardrails")}
-    try:
-        config = JobConfig.from_dict(job, base=sample_run.root)
-    except ContractError as error:
-        pytest.skip(f"the job YAML does not know outputs.guardrails yet: {error}")
+    config = JobConfig.from_dict(job, base=sample_run.root)
     assert report_sources(spark, config, sample_run.run_id).guardrails is None  # configured, not written
     rows = [dict(r, run_id=sample_run.run_id) for r in _rows()]
     df = spark.createDataFrame([tuple(r[c] for c in GUARDRAIL_COLUMNS) for r in rows], SCHEMA)

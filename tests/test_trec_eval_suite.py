@@ -5,7 +5,7 @@ counts behind recall.
 
 Those files are not ours to commit, so this module runs where a checkout's ``test/`` folder is
 named by ``TREC_EVAL_TEST_DIR``, or else lies at ``../shared/peers/trec_eval_test`` beside the
-checkout, and is skipped elsewhere (CI checks the same conventions against trec_eval the program on
+checkout (tests/peers.py: skipped elsewhere, but never in CI, which sets ``NDCG_REQUIRE_PEERS=1``; CI also checks the same conventions against trec_eval the program on
 random data: tests/test_trec_eval_program.py)::
 
     TREC_EVAL_TEST_DIR=~/src/trec_eval/test bash dev.sh test tests/test_trec_eval_suite.py
@@ -30,27 +30,16 @@ The values are compared to the four decimals trec_eval prints; the counts exactl
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from ndcg_spark import AggregateSpec, Contract, aggregate, read_trec_qrels, read_trec_run, score_requests
+from tests.peers import TREC_EVAL_SUITE, needs_trec_eval_suite
 
 
-def _suite_dir() -> Path:
-    """``TREC_EVAL_TEST_DIR`` when set, else ``../shared/peers/trec_eval_test`` beside the checkout."""
-    named = os.environ.get("TREC_EVAL_TEST_DIR")
-    return Path(named) if named else Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval_test"
-
-
-SUITE = _suite_dir()
-pytestmark = pytest.mark.skipif(
-    not (SUITE / "out.test.aq").is_file(),
-    reason=f"trec_eval's test/ folder is not at {SUITE} (its files are not committed here): set TREC_EVAL_TEST_DIR "
-           "to a checkout's test/ folder",
-)
+SUITE = TREC_EVAL_SUITE
+pytestmark = needs_trec_eval_suite
 #: trec_eval prints four decimals (and a float's error on top)
 PRINTED = 5e-5 + 1e-12
 

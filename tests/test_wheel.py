@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_trec_eval_suite import SUITE
+from tests.peers import TREC_EVAL_SUITE as SUITE, needs_trec_eval_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,7 @@ def test_init_writes_the_embedded_default_as_the_checkout_ships_it(installed, tm
     assert again.returncode == 2 and "exists: keep it, or pass --force" in again.stderr
 
 
-@pytest.mark.skipif(not (SUITE / "out.test.aq").is_file(), reason="trec_eval's test/ folder is missing")
+@needs_trec_eval_suite
 def test_a_trec_night_from_the_wheel_alone_lists_what_trec_eval_prints(installed, tmp_path):
     night = tmp_path / "night"
     files = night / "files"

@@ -21,7 +21,7 @@ __all__ = [
     "PER_REQUEST_INPUTS",
     "INPUT_READ_SCHEMA",
     "RUN_METADATA_SCHEMA",
-    "STAMP_COLUMNS",
+    "AGGREGATE_STAMPS",
 ]
 
 #: What one aggregate row is "per" (besides the slice): never pooled across any of these. A
@@ -46,7 +46,7 @@ PER_REQUEST_INPUTS = (
 INTERVAL_COLUMNS = ("macro_ci_low", "macro_ci_high", "weighted_ci_low", "weighted_ci_high")
 
 #: What an aggregate row was computed under and when, carried on to the audit.
-STAMP_COLUMNS = ("min_eligible", "ci_level", "code_version", "created_at")
+AGGREGATE_STAMPS = ("min_eligible", "ci_level", "code_version", "created_at")
 
 #: The columns of the aggregate table, in order (declared in :data:`ndcg_spark.config.schemas.AGGREGATE`,
 #: its legacy columns :data:`AGGREGATE_LEGACY` last).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ndcg_spark.aggregation.columns import AGGREGATE_LEGACY, AUDIT_COLUMNS, AUDIT_LEGACY, GROUP_KEYS, STAMP_COLUMNS
+from ndcg_spark.aggregation.columns import AGGREGATE_LEGACY, AGGREGATE_STAMPS, AUDIT_COLUMNS, AUDIT_LEGACY, GROUP_KEYS
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.legacy import as_current, with_legacy_columns
 from ndcg_spark.metrics.slices import OVERALL
@@ -60,7 +60,7 @@ def audit(aggregates: DataFrame) -> DataFrame:
     """
     keys = list(GROUP_KEYS)
     aggregates = as_current(aggregates, AGGREGATE_LEGACY)
-    stamps = [c for c in STAMP_COLUMNS if c in aggregates.columns]
+    stamps = [c for c in AGGREGATE_STAMPS if c in aggregates.columns]
     overall = aggregates.filter(F.col("slice_dimension") == OVERALL).select(
         *keys, F.col("macro").alias("overall_macro")
     )

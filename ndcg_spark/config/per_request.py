@@ -22,13 +22,13 @@ from ndcg_spark.config import schemas
 from ndcg_spark.config.schemas import component_names, names
 from ndcg_spark.measures import LEGACY_METRIC, METRICS, what_if_names
 
-__all__ = ["PER_REQUEST_COLUMNS", "REQUEST_KEYS", "RESERVED_COLUMNS", "STAMP_COLUMNS", "component_names",
+__all__ = ["PER_REQUEST_COLUMNS", "REQUEST_KEYS", "PER_REQUEST_STAMPS", "RESERVED_COLUMNS", "component_names",
            "metrics_in", "per_k_fields", "per_request_columns"]
 
 #: What makes a request: nothing is ever ranked across two of them.
 REQUEST_KEYS = names(schemas.REQUEST_KEYS)
 #: After the slice columns.
-STAMP_COLUMNS = schemas.per_request_schema(()).around_slices[1]
+PER_REQUEST_STAMPS = schemas.per_request_schema(()).around_slices[1]
 #: A request's flags and counts, after the metrics' values (the same whatever the metrics).
 FLAGS_AND_COUNTS = names(schemas.REQUEST_FLAGS)
 
@@ -56,4 +56,4 @@ def metrics_in(columns: Iterable[str]) -> tuple[str, ...]:
 #: The per-request table's columns under the default metrics (``[ndcg]``).
 PER_REQUEST_COLUMNS = per_request_columns((LEGACY_METRIC,))
 #: Every name a per-request table can hold, whatever its metrics: no request attribute may take one.
-RESERVED_COLUMNS = frozenset(per_request_columns(tuple(METRICS))) | set(STAMP_COLUMNS)
+RESERVED_COLUMNS = frozenset(per_request_columns(tuple(METRICS))) | set(PER_REQUEST_STAMPS)

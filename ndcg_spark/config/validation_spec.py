@@ -133,6 +133,33 @@ RULES: tuple[Rule, ...] = (
         "two judgment rows for one (request, doc) with different grades (identical duplicates are merged)",
     ),
 )
+
+@dataclass(frozen=True)
+class Check:
+    """A named rule past input validation: a check of the per-request table stage 2 reads, or of
+    the arithmetic, always an error (nothing to quarantine: the table is the job's own, or a
+    library caller's). Its name is in the message, as a validation rule's is."""
+
+    name: str
+    #: where it is checked
+    where: str
+    description: str
+
+
+#: The rules a message names besides :data:`RULES` (docs/validation.md lists both).
+CHECKS: tuple[Check, ...] = (
+    Check("weight_missing", "stage 1 (attributes.weight)",
+          "a request has no traffic weight and attributes.default_weight is not set"),
+    Check("weight_invalid", "stage 2 (the per-request table)",
+          "a per-request weight negative, NaN or infinite (aggregate.default_weight gives a missing one a value)"),
+    Check("metric_out_of_range", "stage 2 (the per-request table)",
+          "a metric value outside [0, 1]: not a per-request table stage 1 wrote"),
+    Check("duplicate_request", "stage 2 (the per-request table)",
+          "a request has more than one row for one run, contract, pool version, system and K"),
+    Check("exact_sum_overflow", "the resampling workers",
+          "a replicate's exact sum of count x term could pass 2^62 (a weight or a count far beyond any traffic)"),
+)
+
 RULE_NAMES = tuple(r.name for r in RULES)
 #: rule name -> :class:`Rule`
 RULES_BY_NAME = MappingProxyType({r.name: r for r in RULES})
@@ -243,6 +270,8 @@ def _checked_rules(rules: Any) -> dict[str, str]:
 __all__ = [
     "HANDLINGS",
     "INPUTS",
+    "CHECKS",
+    "Check",
     "RULES",
     "RULE_INDEX",
     "RULE_NAMES",

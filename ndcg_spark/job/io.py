@@ -93,19 +93,11 @@ def read_written(
 ) -> DataFrame | None:
     """:func:`read_run` of an output that has been written at all, None when it has not (a path:
     a missing or empty folder). One read: a path table's schema is inferred once (a Spark job
-    each time), where asking :func:`output_exists` first and then reading would infer it twice."""
+    each time), where asking whether it exists first and then reading would infer it twice."""
     if target.table_name is not None:
         return read_run(spark, target, run_id, merge_schema=merge_schema) if table_exists(spark, target) else None
     table = _load_written_path(spark, target, merge_schema)
     return None if table is None else _of_run(table, run_id, cast=True)
-
-
-def output_exists(spark: SparkSession, target: Source) -> bool:
-    """Whether an output table or path has been written at all (a path: whether Spark reads a
-    table there -- a missing or empty folder is not one). To read it too, :func:`read_written`."""
-    if target.table_name is not None:
-        return table_exists(spark, target)
-    return _load_written_path(spark, target) is not None
 
 
 def _load_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame:

@@ -18,6 +18,7 @@ from ndcg_spark.job.attempts import read_attempts
 from ndcg_spark.job.config import JobConfig, Source
 from ndcg_spark.job.io import read_run, read_written
 from ndcg_spark.job.trends import trend_rows
+from ndcg_spark.metrics.slices import overall_rows
 from ndcg_spark.report.data import ReportSources, collect_report_data
 from ndcg_spark.report.format import safe_name
 from ndcg_spark.report.html import RUN_PAGE, render_pages
@@ -73,7 +74,7 @@ def _report_trend(spark: SparkSession, config: JobConfig, run_id: str):
     """The overall trend rows of the last runs up to ``run_id`` (the published ones, and this one)."""
     spec = config.trend_spec()
     spec = spec.narrowed(last=spec.last or REPORT_TREND_RUNS)
-    return trend_rows(spark, config, spec, including=run_id, up_to=run_id).filter("slice_dimension = 'overall'")
+    return overall_rows(trend_rows(spark, config, spec, including=run_id, up_to=run_id))
 
 
 def write_report(spark: SparkSession, config: JobConfig, run_id: str) -> Path:

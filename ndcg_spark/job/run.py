@@ -48,6 +48,7 @@ from ndcg_spark.job.lineage import Replay, replay_plan
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
 from ndcg_spark.job.steps import planned, step
 from ndcg_spark.job.trends import TrendResult, trend_stage
+from ndcg_spark.metrics.slices import overall_rows
 from ndcg_spark.job.stages import (
     AggregateResult,
     CompareResult,
@@ -271,7 +272,7 @@ def _summary(spark: SparkSession, outcome: RunOutcome) -> RunOutcome:
     outcome = replace(outcome, overall=tuple(overall), worst_slices=tuple(audit))
     if trended is None:
         return outcome
-    night = read_run(spark, trended.target, run_id).filter("slice_dimension = 'overall'")
+    night = overall_rows(read_run(spark, trended.target, run_id))
     return replace(outcome, trend_overall=tuple(r.asDict() for r in collect_sorted(night, "system", "pool_version", "k",
                                                                                    "metric")))
 

@@ -292,11 +292,10 @@ def stage2_summary(spark: SparkSession, result: AggregateResult) -> tuple[list[d
     """The overall rows of the written aggregate table and the audit rows (recomputed from the
     aggregate table when no audit table is written), for the CLI's closing lines."""
     from ndcg_spark.aggregation.worst_slice import audit
-    from ndcg_spark.metrics.slices import OVERALL
+    from ndcg_spark.metrics.slices import overall_rows
 
     aggregates = read_run(spark, result.target, result.run_id)
-    overall = collect_sorted(aggregates.filter(F.col("slice_dimension") == OVERALL), "system", "pool_version", "k",
-                             "metric")
+    overall = collect_sorted(overall_rows(aggregates), "system", "pool_version", "k", "metric")
     audited = read_written(spark, result.audit, result.run_id) if result.audit is not None else audit(aggregates)
     if audited is None:  # no slice declared: no audit row was ever written
         return [r.asDict() for r in overall], []

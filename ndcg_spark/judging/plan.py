@@ -1,9 +1,10 @@
 """What to judge next: :func:`judge_next`, a plan of documents that settles the most of a target's spread.
 
-The plan is the ``budget`` unjudged documents with the largest swing on the target
-(:mod:`ndcg_spark.judging.target`), one row per (request, document) -- one judgment serves every
-ranker that shows it -- ranked by swing, then request id, then doc id (the tie rule: the same
-inputs give the same plan). The target's **unjudged spread** is the mean of its requests'
+The plan is ``budget`` unjudged documents, one row per (request, document) -- one judgment serves
+every ranker that shows it -- in the order that settles the most of the target's spread per
+judgment (:mod:`ndcg_spark.judging.order`: each request's documents in swing order on the target,
+:mod:`ndcg_spark.judging.target`; across requests the step that settles the most per document; a
+declared tie rule, so the same inputs give the same plan). The target's **unjudged spread** is the mean of its requests'
 unjudged ranges (how far every grading of their unjudged documents can move them:
 :mod:`ndcg_spark.judging.spread`); each row states the spread that remains once the plan's
 documents up to it are judged: **the most any grading of them can leave**, computed per request
@@ -15,8 +16,8 @@ judges' grades will meet, and what the re-run then provably gives.
 
 Cost: the scoring (or a given per-request table), one more pass over the inputs (each request's
 lists, collected once: :mod:`ndcg_spark.judging.lists`; each request's range computed from them
-by a Python function on the executors), a sort of the swings for the top ``budget``, and on the
-driver the lists of the requests the plan reaches.
+by a Python function on the executors), each document's swing, and on the driver the curves of
+the requests the plan reaches (their lists and swings collected) and their order.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.spread import RequestLists, Scale, Shown, discounts, settle_bound, value_range
 from ndcg_spark.metrics.exact import FixedPoint
 
-__all__ = ["Spread", "Target", "TargetSums", "present", "request_lists_of", "request_ranges", "target_rows", "target_spread",
+__all__ = ["Spread", "Target", "TargetSums", "present", "request_lists_of", "request_ranges", "target_rows",
            "target_sums", "target_swings"]
 
 
@@ -223,16 +223,6 @@ def target_sums(rows: DataFrame, target: Target) -> TargetSums:
     sums = rows.select(*parts).agg(*[F.sum(p).alias(p) for name in terms for p in FixedPoint.names(name)])
     row = sums.select(*[F.coalesce(scale.value(name), F.lit(0.0)).alias(name) for name in terms]).first()
     return TargetSums(**row.asDict(), requests=stats["n"])
-
-
-def target_spread(per_request: DataFrame, lists: DataFrame, target: Target, scale: Scale, tie_aware: bool,
-                  scores_no_results: bool = False) -> float:
-    """The target's unjudged spread: the mean of its requests' unjudged ranges (weighted like the
-    target), from the night's per-request table and its lists. What a plan's ``spread_remaining`` is
-    a statement about."""
-    rows = target_rows(per_request, target, scores_no_results)
-    target_sums(rows, target)  # the weights checked
-    return Spread.of([r.asDict() for r in request_ranges(rows, lists, target, scale, tie_aware).collect()]).value
 
 
 def target_swings(graded: DataFrame, rows: DataFrame, target: Target, sums: TargetSums, empty_is_zero: bool,

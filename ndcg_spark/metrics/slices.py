@@ -34,7 +34,12 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.aggregate_spec import OVERALL, OVERALL_VALUE
 from ndcg_spark.config.bootstrap import quantiles
 
-__all__ = ["OVERALL", "OVERALL_VALUE", "percentile_interval", "quantiles", "roll_up", "slice_memberships"]
+__all__ = ["OVERALL", "OVERALL_VALUE", "overall_rows", "percentile_interval", "quantiles", "roll_up", "slice_memberships"]
+
+
+def overall_rows(table: DataFrame) -> DataFrame:
+    """The rows of a sliced table (aggregate, audit, trend) that cover every request of their group."""
+    return table.filter(F.col("slice_dimension") == OVERALL)
 
 
 def slice_memberships(dimensions: Sequence[str], columns: Sequence[str] | None = None) -> Column:

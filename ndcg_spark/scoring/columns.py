@@ -14,7 +14,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.per_request import (  # noqa: F401 - re-exported
     PER_REQUEST_COLUMNS,
     REQUEST_KEYS,
-    STAMP_COLUMNS,
+    PER_REQUEST_STAMPS,
     component_names,
     per_k_fields,
 )
