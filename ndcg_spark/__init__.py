@@ -27,7 +27,7 @@ _EXPORTS = {
     "score_requests": "ndcg_spark.scoring.score",
     "gain": "ndcg_spark.metrics.gain",
     "Attributes": "ndcg_spark.config.attributes",
-    "JobConfig": "ndcg_spark.job.config",
+    "JobConfig": "ndcg_spark.config.job",
     "AggregateSpec": "ndcg_spark.config.aggregate_spec",
     "aggregate": "ndcg_spark.aggregation.means",
     "audit": "ndcg_spark.aggregation.worst_slice",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.aggregation.metadata import run_metadata
     from ndcg_spark.aggregation.worst_slice import audit
     from ndcg_spark.config.aggregate_spec import AggregateSpec
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
     from ndcg_spark.config.contract import ColumnMapping, Contract
     from ndcg_spark.config.gain import GainMapping
     from ndcg_spark.errors import ContractError, EmptyIdealError, InputError, NdcgError, ValidationError

@@ -8,7 +8,7 @@ The library's log lines (logger ``ndcg_spark``), among them one per step of a ru
 elapsed time, go to stderr; the results to stdout. Every failure ends in one readable paragraph
 (``--debug`` shows the trace instead) and an exit status a scheduler can act on
 (:data:`EXIT_STATUSES`, docs/operations.md#exit-statuses). SIGTERM, SIGINT and SIGHUP end an
-attempt cleanly (:mod:`ndcg_spark.job.signals`).
+attempt cleanly (:mod:`ndcg_spark.publishing.signals`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.job.run import ReportOutcome, RunOutcome
-    from ndcg_spark.job.signals import Ending
+    from ndcg_spark.publishing.signals import Ending
     from ndcg_spark.job.stages import StageResult
 
 EXIT_OK = 0
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None, *, spark_master_from_config: bool = 
     ``spark_master_from_config=False`` (the spark-submit entry) leaves the master to spark-submit.
     """
     from ndcg_spark.errors import Interrupted
-    from ndcg_spark.job.signals import ending_on_signals
+    from ndcg_spark.publishing.signals import ending_on_signals
 
     args = _parser().parse_args(argv)
     with _progress_on_stderr(debug=args.debug), ending_on_signals() as ending:
@@ -224,9 +224,9 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
         return _init(args)
     if args.command == "demo":
         return _demo(args, master_from_config, ending)
-    from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
+    from ndcg_spark.config.job import JobConfig, default_run_id, validate_run_id
     from ndcg_spark.job.run import run_job
-    from ndcg_spark.job.session import step_tags
+    from ndcg_spark.publishing.tags import step_tags
 
     config = JobConfig.from_yaml(args.config)
     if args.command == "trend":
@@ -283,7 +283,7 @@ def _show(args: argparse.Namespace, config, run_id: str, master_from_config: boo
     from pyspark.sql import functions as F
 
     from ndcg_spark.errors import InputError
-    from ndcg_spark.job.publish import read_published
+    from ndcg_spark.publishing.status import read_published
     from ndcg_spark.report.per_query import per_query_listing
 
     spark = _session(config, f"ndcg-spark show {run_id}", master_from_config, ending)
@@ -302,8 +302,8 @@ def _show(args: argparse.Namespace, config, run_id: str, master_from_config: boo
 
 
 def _runs(args: argparse.Namespace, config, master_from_config: bool, ending: Ending) -> int:
-    from ndcg_spark.job.attempts import recent_attempts
-    from ndcg_spark.job.publish import FAILED, recent_runs
+    from ndcg_spark.publishing.attempts import recent_attempts
+    from ndcg_spark.publishing.status import FAILED, recent_runs
     from ndcg_spark.report.text import format_attempts, format_runs
 
     spark = _session(config, "ndcg-spark runs", master_from_config, ending)
@@ -320,8 +320,8 @@ def _runs(args: argparse.Namespace, config, master_from_config: bool, ending: En
 def _with_input_changes(spark, config, rows: list[dict]) -> list[dict]:
     """Each published run's row with ``inputs_changed``: the inputs that changed since it read them
     ([]: none), when its run metadata recorded them."""
-    from ndcg_spark.job.lineage import changes_since, recorded_inputs
-    from ndcg_spark.job.publish import COMPLETE
+    from ndcg_spark.storage.lineage import changes_since, recorded_inputs
+    from ndcg_spark.publishing.status import COMPLETE
 
     metadata = config.output("run_metadata")
     published = [r["run_id"] for r in rows if r["status"] == COMPLETE]
@@ -334,7 +334,7 @@ def _with_input_changes(spark, config, rows: list[dict]) -> list[dict]:
 
 def _judge_next(args: argparse.Namespace, config, run_id: str, master_from_config: bool, ending: Ending) -> int:
     from ndcg_spark.job.judging import judging_stage
-    from ndcg_spark.job.session import step_tags, tagged
+    from ndcg_spark.publishing.tags import step_tags, tagged
     from ndcg_spark.report.text_judging import format_judging
 
     spec = config.judging_spec().narrowed(budget=args.budget, target=args.target, k=args.k)
@@ -372,10 +372,10 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
     import yaml
 
     from ndcg_spark.job import demo
-    from ndcg_spark.job.config import JobConfig, default_run_id, validate_run_id
-    from ndcg_spark.job.publish import published_runs
+    from ndcg_spark.config.job import JobConfig, default_run_id, validate_run_id
+    from ndcg_spark.publishing.status import published_runs
     from ndcg_spark.job.run import run_job
-    from ndcg_spark.job.session import step_tags
+    from ndcg_spark.publishing.tags import step_tags
     from ndcg_spark.sample.generate import write_sample
 
     if args.config:
@@ -389,20 +389,20 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
     document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     if args.quick:  # fewer replicates too: stage 2's cost is the bootstrap's, whatever the sample's size
         document = demo.quick(document)
-        config = JobConfig.from_dict(document, base=Path(config.section("base")), source_file=f"{config_path} (quick)")
+        config = JobConfig.from_dict(document, base=config.base, source_file=f"{config_path} (quick)")
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else default_run_id()
     sample = Path(config.candidates.path).parent
     size = demo.QUICK_REQUESTS if args.quick else demo.DEMO_REQUESTS
     log = logging.getLogger("ndcg_spark.demo")
     log.info("demo: %s (tables under %s, reports under %s)", config_path, Path(config.per_request.path).parent,
-             config.output_folder("report_dir", "reports"))
+             config.output_folder("report_dir"))
     spark = _session(config, f"ndcg-spark demo {run_id}", master_from_config, ending)
     if not (sample / "release_outcomes").is_dir():  # (again when an older checkout wrote it without them)
         started = time.perf_counter()
         write_sample(spark, sample, n_requests=size)
         log.info("sample data (%d requests) written to %s in %.1f s", size, sample, time.perf_counter() - started)
     published = {r.run_id for r in published_runs(spark, config.run_status()).collect()}
-    base = Path(config.section("base"))
+    base = config.base
     today = dt.date.fromisoformat(run_id[:10]) if _is_date(run_id) else dt.datetime.now(dt.timezone.utc).date()
     nights = demo.earlier_nights(today, sample)
     for night, what, change in [] if args.quick else nights:  # --quick: today's night alone

@@ -40,7 +40,7 @@ class SparkFailure(InputError):
     memory, a cancelled job), so a retry may succeed. The message is Spark's first line."""
 class ReplayRefused(InputError):
     """A night cannot be replayed on the inputs it read: a recorded version is gone (vacuumed,
-    expired) or plain files changed since (:mod:`ndcg_spark.job.lineage`). Nothing was written."""
+    expired) or plain files changed since (:mod:`ndcg_spark.storage.lineage`). Nothing was written."""
 
 
 class ExecutorEnvironmentError(NdcgError):
@@ -69,7 +69,7 @@ class ValidationError(InputError):
 
 class RunInProgress(NdcgError):
     """Another attempt of the run holds it: its run-status row says ``running`` and is not stale
-    (:mod:`ndcg_spark.job.lease`). Nothing was written; the message names that attempt."""
+    (:mod:`ndcg_spark.publishing.lease`). Nothing was written; the message names that attempt."""
 
 
 class LeaseLost(NdcgError):
@@ -170,18 +170,10 @@ def _found(exc: BaseException, patterns) -> str | None:
     return None
 
 
-#: how Delta and Iceberg say that a commit lost to a concurrent one (their exception classes, and
-#: Delta's error classes), and that a table another writer created meanwhile exists
-_COMMIT_CONFLICT = re.compile(
-    r"\b(Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException"
-    r"|ProtocolChangedException|DELTA_CONCURRENT_[A-Z_]+|DELTA_METADATA_CHANGED|DELTA_PROTOCOL_CHANGED"
-    r"|CommitFailedException|Found conflicting files)"
-)
-
-
-def commit_conflict(exc: BaseException) -> str | None:
-    """The name of the concurrent-commit failure behind ``exc`` (a Delta or Iceberg exception, or
-    one of its causes), or None when ``exc`` is about something else.
+def commit_conflict(exc: BaseException, table_format=None) -> str | None:
+    """The name of the concurrent-commit failure behind ``exc`` (or one of its causes), as
+    ``table_format`` (a :class:`~ndcg_spark.storage.formats.TableFormat`; None: any format) reports
+    one, or None when ``exc`` is about something else.
 
     >>> commit_conflict(RuntimeError("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND] ..."))
     'ConcurrentAppendException'
@@ -190,7 +182,15 @@ def commit_conflict(exc: BaseException) -> str | None:
     >>> commit_conflict(ValueError("bad grade")) is None
     True
     """
-    return next((found for cause in _chain(exc) if (found := _found(cause, (_COMMIT_CONFLICT,)))), None)
+    from ndcg_spark.storage.formats import FORMATS  # a leaf module: the formats say what a lost commit is
+
+    formats = FORMATS.values() if table_format is None else (table_format,)
+    for cause in _chain(exc):
+        for text in (str(cause), describe_spark_error(cause) or ""):
+            found = next((name for f in formats if (name := f.conflict(text))), None)
+            if found:
+                return found
+    return None
 
 
 def one_paragraph(exc: BaseException) -> str:

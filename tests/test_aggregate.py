@@ -21,7 +21,7 @@ from ndcg_spark.aggregation.columns import AGGREGATE_COLUMNS, AUDIT_COLUMNS
 from ndcg_spark.aggregation.means import aggregate
 from ndcg_spark.aggregation.worst_slice import audit
 from ndcg_spark.config.aggregate_spec import AggregateSpec
-from ndcg_spark.job.config import Source
+from ndcg_spark.config.job import Source
 from ndcg_spark.metrics.resampling import poisson_weight
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError, EmptyIdealError, InputError
@@ -383,7 +383,7 @@ def _tiny_inputs(spark, root: Path) -> dict[str, str]:
 @pytest.mark.e2e
 def test_cli_run_scores_aggregates_and_prints_the_summary(spark, tmp_path, capsys):
     from ndcg_spark.cli import main
-    from ndcg_spark.job.io import read_run
+    from ndcg_spark.storage.io import read_run
 
     paths = _tiny_inputs(spark, tmp_path)
     out = tmp_path / "warehouse"

@@ -1,4 +1,4 @@
-"""Run attempts and their lease (``ndcg_spark.job.lease``), in this session: who may start a run,
+"""Run attempts and their lease (``ndcg_spark.publishing.lease``), in this session: who may start a run,
 who may publish it, what a failure leaves on the run-status table, and what the messages say;
 the heartbeat while the block runs, waiting for a holder, the run-attempts table.
 
@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.errors import FileVanished, LeaseLost, OutputChanged, RunInProgress, spark_errors_as_input_errors
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.lease import acquire, publishing
-from ndcg_spark.job.publish import STATUS_COLUMNS, mark_run, published_runs, recent_runs, status_row
+from ndcg_spark.config.job import Source
+from ndcg_spark.publishing.lease import acquire, publishing
+from ndcg_spark.publishing.status import STATUS_COLUMNS, mark_run, published_runs, recent_runs, status_row
 
 RUN = "2026-11-30"
 #: a heartbeat older than 60 ms is stale (3 beats of 20 ms): a test sleeps past it
@@ -193,7 +193,7 @@ def test_an_older_catalog_status_table_gains_the_attempt_columns_on_its_next_wri
     "Caused by: java.nio.file.NoSuchFileException: /t/run_status/run_id=r/.part-0.parquet.crc",
 ])
 def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, status, monkeypatch, vanished):
-    from ndcg_spark.job import publish as publish_module
+    from ndcg_spark.publishing import status as publish_module
 
     acquire(spark, status, RUN).publish()
     read, calls = publish_module._read_row, []
@@ -205,7 +205,7 @@ def test_reading_a_status_row_another_attempt_is_rewriting_reads_again(spark, st
         return read(*args)
 
     monkeypatch.setattr(publish_module, "_read_row", first_read_races_a_rewrite)
-    from ndcg_spark.job import attempts as attempts_module
+    from ndcg_spark.publishing import attempts as attempts_module
 
     monkeypatch.setattr(attempts_module.time, "sleep", lambda seconds: None)
     assert status_row(spark, status, RUN)["status"] == "complete" and len(calls) == 2
@@ -261,7 +261,7 @@ def test_a_beat_that_finds_the_run_taken_over_cancels_the_attempts_jobs(spark, s
     """The block is in a Spark job of 100 s (tagged with the run, as every step's) when another
     attempt takes the run over: the next beat finds it, cancels the job, and the block ends with
     LeaseLost in seconds, neither publishing nor touching the other's row."""
-    from ndcg_spark.job.steps import step
+    from ndcg_spark.publishing.steps import step
 
     slow = F.udf(lambda x: (time.sleep(1), x)[1], "long")
     spec = PublishingSpec(stale_after_minutes=0.05, heartbeat_seconds=1)
@@ -306,7 +306,7 @@ def test_waiting_for_a_holder_proceeds_once_it_ends_or_goes_stale_else_refuses(s
 
 # ------------------------------------------------------------------------------ the attempts table
 def _attempts(spark, folder):
-    from ndcg_spark.job.attempts import run_attempts
+    from ndcg_spark.publishing.attempts import run_attempts
 
     return run_attempts(spark, Source(path=str(folder)), RUN)
 
@@ -336,7 +336,7 @@ def test_an_attempt_whose_process_is_gone_is_taken_over_at_once_and_recorded_aba
     import socket
     import subprocess
 
-    from ndcg_spark.job.attempts import Attempt, AttemptRecord, record_attempt
+    from ndcg_spark.publishing.attempts import Attempt, AttemptRecord, record_attempt
 
     attempts = Source(path=str(tmp_path / "run_attempts"))
     gone_pid = subprocess.Popen(["true"])  # noqa: S607 - a process that existed, ended and was reaped
@@ -370,7 +370,7 @@ def test_an_attempt_whose_process_is_gone_is_taken_over_at_once_and_recorded_aba
 
 
 def test_the_run_attempts_table_defaults_beside_the_run_status_table():
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     def job(outputs):
         return JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": outputs}, base=None)

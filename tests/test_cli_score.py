@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.cli import main
-from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.config.job import JobConfig, Source
 from ndcg_spark.job.run import run_job
 
 try:

@@ -627,8 +627,8 @@ def test_an_older_catalog_comparison_table_takes_a_night_of_the_metric_column(sp
     as ``baseline_recall_macro``): the next night adds the new columns and writes the retired ones as
     null; the older night keeps its values; read with the current names, each night has its own."""
     from ndcg_spark.comparison.columns import COMPARISON_LEGACY, COMPARISON_RENAMED
-    from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import write_run_partitioned
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.storage.io import write_run_partitioned
     from ndcg_spark.legacy import as_current
 
     table = "compare_it.comparison"

@@ -209,8 +209,8 @@ def test_pool_summary_and_compare_over_connect(connect_spark, two_rankers):
 def test_a_missing_input_is_one_paragraph_when_read(connect_spark, tmp_path, capsys):
     from ndcg_spark.cli import main
     from ndcg_spark.errors import InputError
-    from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import read_source
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.storage.io import read_source
 
     with pytest.raises(InputError, match=r"^inputs\.candidates: cannot read parquet /nonexistent/cands: .*PATH_NOT_FOUND"):
         read_source(connect_spark, Source(path="/nonexistent/cands"), "inputs.candidates")
@@ -239,7 +239,7 @@ def test_a_spark_error_over_connect_becomes_the_one_paragraph_input_error(connec
 
 
 def test_every_job_of_a_step_carries_the_run_and_step_tags_over_connect(connect_spark, monkeypatch):
-    from ndcg_spark.job import steps
+    from ndcg_spark.publishing import steps
 
     seen = {}
     with steps.step(connect_spark, "c9", "score"):
@@ -250,8 +250,8 @@ def test_every_job_of_a_step_carries_the_run_and_step_tags_over_connect(connect_
 
 
 def test_clearing_a_run_of_a_path_table_over_connect(connect_spark, tmp_path):
-    from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import clear_run, read_run, read_written, write_run_partitioned
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.storage.io import clear_run, read_run, read_written, write_run_partitioned
 
     target = Source(path=str(tmp_path / "quarantine"))
     assert read_written(connect_spark, target) is None

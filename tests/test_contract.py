@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ndcg_spark.job.config import JobConfig
+from ndcg_spark.config.job import JobConfig
 from ndcg_spark.config.contract import Contract, GainMapping
 from ndcg_spark.errors import ContractError
 
@@ -220,3 +220,45 @@ def test_new_options_change_the_fingerprint_only_when_used():
     prints = {Contract.from_dict({**base, **extra}).fingerprint
               for extra in ({}, {"ties": "doc_id_desc"}, {"gain": "binary"}, {"gain": "linear"})}
     assert len(prints) == 4
+
+
+#: a typo in each section a command may not use, and the dotted key its error names
+SECTION_TYPOS = [
+    ({"compare": {"baseline": "a", "candidate": "b", "bootstrp": {}}}, "compare.bootstrp"),
+    ({"report": {"chart_kk": 10}}, "report.chart_kk"),
+    ({"trend": {"lastt": 3}}, "trend.lastt"),
+    ({"judging": {"budgett": 5}}, "judging.budgett"),
+    ({"publishing": {"stale_after_minute": 5}}, "publishing.stale_after_minute"),
+    ({"aggregate": {"min_eligble": 5}}, "aggregate.min_eligble"),
+    ({"validation": {"rules": {"grade_negativ": "error"}}}, "validation.rules.grade_negativ"),
+    ({"outputs": {"per_request": {"path": "/w/p"}, "aggregate": {"path": "/w/a", "fromat": "delta"}}},
+     "outputs.aggregate.fromat"),
+    ({"outputs": {"per_request": {"path": "/w/p"}, "report_dir": 3}}, "outputs.report_dir"),
+    ({"guardrails": {"offline": [{"nam": "x"}]}}, "guardrails"),
+]
+
+
+@pytest.mark.parametrize("section, key", SECTION_TYPOS, ids=[k for _, k in SECTION_TYPOS])
+def test_a_typo_in_any_section_fails_when_the_yaml_is_loaded(tmp_path, section, key):
+    """Every section is parsed when the YAML is loaded: a typo in one the command does not use
+    (``compare:`` under ``score``) fails at once, naming the dotted key -- not later, nor never."""
+    document = {"version": 2, "inputs": {"candidates": "c"}, **section}
+    with pytest.raises(ContractError) as refused:
+        JobConfig.from_dict(document)
+    assert str(refused.value).startswith(key), str(refused.value)
+
+
+def test_a_typo_in_an_unused_section_stops_score_before_spark_starts(tmp_path):
+    """The console script's ``score`` with a typo in ``compare:``: exit status 2 and the dotted key,
+    from the YAML alone (no Spark session: it answers in well under a JVM's start)."""
+    config = tmp_path / "job.yaml"
+    config.write_text(textwrap.dedent("""
+        version: 2
+        inputs: {candidates: missing}
+        outputs: {per_request: {path: out}}
+        compare: {baseline: a, candidate: b, tie_tolerence: 0.1}
+        """), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "ndcg_spark.cli", "score", "--config", str(config), "--run-id", "r1"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "compare.tie_tolerence: is not a known field" in done.stderr

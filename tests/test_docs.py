@@ -206,7 +206,7 @@ def checkout(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("checkout").resolve()
     shutil.copytree(ROOT / "conf", root / "conf")
     ran: list[Command] = []
-    from ndcg_spark.job import steps
+    from ndcg_spark.publishing import steps
 
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
@@ -253,7 +253,7 @@ def _printed(ran: list[Command], *argv: str) -> str:
 def test_local_yaml_as_shipped_writes_what_the_oracle_computes(spark, checkout):
     from pyspark.sql import functions as F
 
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     root, ran = checkout
     data, warehouse = root / "data" / "sample", root / "warehouse"
@@ -363,7 +363,7 @@ LOCAL_YAML = ROOT / "conf" / "local.yaml"
 
 
 def _job_config(section: dict):
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     data = yaml.safe_load(LOCAL_YAML.read_text(encoding="utf-8"))
     for key, value in section.items():

@@ -604,7 +604,7 @@ def test_sample_command_and_its_dense_pool(spark, tmp_path, capsys):
 
 def test_the_default_run_id_is_todays_utc_date():
     """README: "`run_id` … else today's UTC date, so re-running a night replaces that night"."""
-    from ndcg_spark.job.config import default_run_id
+    from ndcg_spark.config.job import default_run_id
 
     assert default_run_id(dt.date(2026, 11, 29)) == "2026-11-29"
     before = dt.datetime.now(dt.timezone.utc).date().isoformat()
@@ -642,7 +642,7 @@ def test_a_missing_weight_is_an_error_when_default_weight_is_null(spark):
 def test_run_metadata_defaults_beside_the_aggregate_and_a_bad_spark_conf_names_its_field(tmp_path, capsys):
     """README: "`ndcg-spark run` does stage 2 when `outputs.aggregate` is set; `run_metadata` defaults
     to the table beside it", and every config error names the dotted path of the bad field."""
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     job = {"version": 2, "inputs": {"candidates": {"path": "c"}},
            "outputs": {"per_request": {"path": "w/per_request"}, "aggregate": {"path": "w/aggregate"}}}

@@ -39,7 +39,7 @@ def test_a_relative_path_resolves_against_the_yamls_own_folder(tmp_path, caplog)
     assert config.candidates.path == str(tmp_path / "results.test")
     assert config.judgments.path == str(tmp_path / "qrels.test")
     assert config.per_request.path == str(tmp_path / "warehouse" / "per_request")
-    assert config.output_folder("report_dir", "reports") == tmp_path / "reports"
+    assert config.output_folder("report_dir") == tmp_path / "reports"
     assert not caplog.records
 
 

@@ -50,7 +50,7 @@ def _table(fmt: str, database: str, name: str, root: Path) -> dict:
 
 
 def _source(spec: dict):
-    from ndcg_spark.job.config import Source
+    from ndcg_spark.config.job import Source
 
     return Source(path=spec.get("path"), table=spec.get("table"), format=spec["format"])
 
@@ -123,7 +123,7 @@ def _dashboard_sql(per_request: str, run_status: str) -> str:
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
 def test_every_table_of_a_night_is_the_formats_and_a_rerun_replaces_that_night_only(lakehouse_session, sample_dir,
                                                                                      tmp_path, fmt):
-    from ndcg_spark.job.publish import mark_run
+    from ndcg_spark.publishing.status import mark_run
 
     spark = lakehouse_session
     database = f"runs_{uuid.uuid4().hex[:6]}"

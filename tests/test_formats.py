@@ -17,8 +17,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from ndcg_spark.errors import CommitConflict, InputError
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import clear_run, read_run, write_run_partitioned
+from ndcg_spark.config.job import Source
+from ndcg_spark.storage.io import clear_run, read_run, write_run_partitioned
 
 try:
     from tests import lakehouse

@@ -192,7 +192,7 @@ def test_the_headline_is_a_declared_metric_at_a_scored_k_refused_by_name_otherwi
     """``guardrails.headline``: NDCG at the largest K unless declared; a metric the contract does not
     declare, or a K it does not score, is refused when the job's YAML is read; only a declared
     headline enters the fingerprint."""
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     panel = Contract.from_dict({"k": [5, 10], "metrics": ["ndcg", "recall"]})
     assert _spec().headline(Contract.from_dict({"k": [3, 20]})) == ("ndcg", 20)

@@ -324,8 +324,8 @@ def test_the_default_leaves_every_fingerprint_as_it_was():
 def test_a_night_read_back_keeps_its_new_columns_beside_older_nights(spark, tmp_path):
     """A path table whose earlier nights were written before ``n_no_results`` existed: this night,
     read back, still has the column (and an older night reads it as null)."""
-    from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import read_run, write_run_partitioned
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.storage.io import read_run, write_run_partitioned
 
     target = Source(path=str(tmp_path / "aggregate"))
     write_run_partitioned(spark.createDataFrame([("2026-01-01", 0.5)], "run_id string, macro_ndcg double"), target)

@@ -19,8 +19,8 @@ from ndcg_spark.errors import ContractError
 from ndcg_spark.frames import ADAPTIVE_EXECUTION as ADAPTIVE
 from ndcg_spark.frames import ADVISORY_PARTITION_SIZE as ADVISORY
 from ndcg_spark.frames import SHUFFLE_PARTITIONS
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import clear_run, read_run, read_written, write_run_partitioned
+from ndcg_spark.config.job import Source
+from ndcg_spark.storage.io import clear_run, read_run, read_written, write_run_partitioned
 
 
 def current_tags(spark) -> set[str]:
@@ -39,7 +39,7 @@ def _carries(job_tags: set[str], tag: str) -> bool:
 
 
 def test_every_job_of_a_step_carries_the_run_and_step_tags(spark):
-    from ndcg_spark.job.steps import step
+    from ndcg_spark.publishing.steps import step
 
     with step(spark, "t1", "score"):
         inside = current_tags(spark)
@@ -61,13 +61,13 @@ def test_a_step_says_when_it_starts_while_it_runs_and_when_it_ends(spark, monkey
 
     from pyspark.sql import functions as F
 
-    from ndcg_spark.job import steps
+    from ndcg_spark.publishing import steps
 
     monkeypatch.setattr(steps, "PROGRESS_EVERY", 0.5)
     slow = F.udf(lambda x: (time.sleep(0.5), x)[1], "long")
-    with caplog.at_level(logging.INFO, logger="ndcg_spark.job.steps"), steps.step(spark, "t4", "aggregate"):
+    with caplog.at_level(logging.INFO, logger="ndcg_spark.publishing.steps"), steps.step(spark, "t4", "aggregate"):
         spark.range(0, 8, 1, 2).select(slow("id").alias("x")).collect()
-    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.job.steps"]
+    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.publishing.steps"]
     assert said[0] == "run t4: step aggregate started" and said[-1].startswith("run t4: step aggregate done in ")
     running = said[1:-1]
     assert len(running) >= 2 and all(line.startswith("run t4: step aggregate running for ") for line in running)
@@ -79,14 +79,14 @@ def test_a_step_of_a_plan_says_its_place_in_it(spark, caplog):
     the plan does not name (the checks) by name alone."""
     import logging
 
-    from ndcg_spark.job import steps
+    from ndcg_spark.publishing import steps
 
-    with caplog.at_level(logging.INFO, logger="ndcg_spark.job.steps"), steps.planned(["score", "aggregate", "publish"]):
+    with caplog.at_level(logging.INFO, logger="ndcg_spark.publishing.steps"), steps.planned(["score", "aggregate", "publish"]):
         with steps.step(spark, "t5", "aggregate"):
             pass
         with steps.step(spark, "t5", "checks"):
             pass
-    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.job.steps"]
+    said = [r.getMessage() for r in caplog.records if r.name == "ndcg_spark.publishing.steps"]
     assert said[:2] == ["run t5: step 2 of 3: aggregate started", said[1]]
     assert said[1].startswith("run t5: step 2 of 3: aggregate done in ") and said[2] == "run t5: step checks started"
 
@@ -101,9 +101,9 @@ def test_a_run_is_cancelled_from_another_thread_and_its_heartbeat_runs_apart(spa
     from pyspark.sql import functions as F
 
     from ndcg_spark.config.publishing_spec import PublishingSpec
-    from ndcg_spark.job.lease import publishing
-    from ndcg_spark.job.session import cancel_tagged
-    from ndcg_spark.job.steps import step
+    from ndcg_spark.publishing.lease import publishing
+    from ndcg_spark.publishing.tags import cancel_tagged
+    from ndcg_spark.publishing.steps import step
 
     slow = F.udf(lambda x: (time.sleep(1), x)[1], "long")
 
@@ -139,7 +139,7 @@ def test_a_run_tags_each_step_and_logs_one_line_per_step(spark, tmp_path, monkey
     """``run_job`` through the CLI's sequence: inside stage 1 the run's and the step's tags are
     set; the log has one ``step … done in … s`` line per step."""
     import ndcg_spark.job.run as run_module
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     seen = {}
     real = run_module.score_stage
@@ -265,7 +265,7 @@ def test_the_documented_refusal_of_a_dropped_column_is_the_codes():
     import re
     from pathlib import Path
 
-    from ndcg_spark.job.tables import SchemaChange, _refusal
+    from ndcg_spark.storage.tables import SchemaChange, _refusal
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
     shown = next(b for b in re.findall(r"```text\n(.*?)```", page, re.S) if "legacy_flag" in b).splitlines()

@@ -142,7 +142,7 @@ def test_page_forbids_everything_but_its_inline_styles(data):
 
 
 def test_report_options_bins_and_k_from_the_yaml():
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     job = {"version": 1, "inputs": {"candidates": "c"}, "report": {"bins": 5, "k": 3}}
     assert JobConfig.from_dict(job).report_spec() == ReportSpec(bins=5, k=3)
@@ -183,9 +183,9 @@ def test_render_pages_names_one_page_per_comparison(data):
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
     """A tiny run through the pipeline functions (stage 1, stage 2, comparison) and its report."""
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
     from ndcg_spark.job.stages import aggregate_stage, compare_stage, score_stage
-    from ndcg_spark.job.lease import publishing
+    from ndcg_spark.publishing.lease import publishing
     from ndcg_spark.job.report_files import report_sources, write_report
     from ndcg_spark.sample.generate import write_sample
 

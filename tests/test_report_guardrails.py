@@ -263,8 +263,8 @@ def test_rows_reach_the_page_from_a_dataframe(spark, data):  # noqa: F811
 
 @pytest.mark.e2e
 def test_job_reads_the_guardrail_table_when_configured_and_written(spark, sample_run, tmp_path):
-    from ndcg_spark.job.config import JobConfig, Source
-    from ndcg_spark.job.io import write_run_partitioned
+    from ndcg_spark.config.job import JobConfig, Source
+    from ndcg_spark.storage.io import write_run_partitioned
     from ndcg_spark.job.report_files import report_sources
 
     job = yaml.safe_load(sample_run.config.read_text(encoding="utf-8"))

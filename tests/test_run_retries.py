@@ -91,7 +91,7 @@ def test_two_attempts_past_the_check_together_the_later_writer_publishes_and_the
     stops before any data write (exit 3, one message); the later one publishes the night."""
     # held once each has written 'running', before it reads the row back: its own row in the
     # run-attempts table is what it writes in between
-    attempts = [_held(tmp_path, name, night, at="ndcg_spark.job.attempts:record_attempt") for name in ("a", "b")]
+    attempts = [_held(tmp_path, name, night, at="ndcg_spark.publishing.attempts:record_attempt") for name in ("a", "b")]
     procs = []
     try:
         for cmd, _, log in attempts:  # at the same instant
@@ -118,8 +118,8 @@ def test_two_attempts_past_the_check_together_the_later_writer_publishes_and_the
     assert "another attempt is running it" not in logs[loser] and "Check the input" not in logs[loser]
     assert faults.statuses(spark, night.out)["night-2"]["attempt_id"] == later["attempt_id"]
     faults.as_clean(spark, night)
-    from ndcg_spark.job.attempts import run_attempts
-    from ndcg_spark.job.config import Source
+    from ndcg_spark.publishing.attempts import run_attempts
+    from ndcg_spark.config.job import Source
 
     rows = {r["attempt_id"]: r for r in run_attempts(spark, Source(path=str(night.out / "run_attempts")), "night-2")}
     assert (rows[lost.group(1)]["outcome"], rows[lost.group(1)]["last_step"]) == ("lost", "unpublish")

@@ -55,8 +55,8 @@ def stalling_fs(tmp_path_factory) -> dict[str, str]:
 
 
 def _attempts(spark, out: Path, run_id: str = "night-2") -> list[dict]:
-    from ndcg_spark.job.attempts import run_attempts
-    from ndcg_spark.job.config import Source
+    from ndcg_spark.publishing.attempts import run_attempts
+    from ndcg_spark.config.job import Source
 
     return run_attempts(spark, Source(path=str(out / "run_attempts")), run_id)
 

@@ -118,7 +118,7 @@ def test_keep_malformed_returns_every_line_with_its_rule(spark, files):
 
 
 def _job(files, tmp_path, handling):
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
 
     return JobConfig.from_dict({
         "version": 1,
@@ -151,8 +151,8 @@ def test_malformed_lines_in_the_job_quarantined_and_counted(spark, files, tmp_pa
     line (its request goes with its bad judgment). Judgments: 6 = 5 + 1 (q4's)."""
     from pyspark.sql import functions as F
 
-    from ndcg_spark.job.config import Source
-    from ndcg_spark.job.io import read_run
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.storage.io import read_run
     from ndcg_spark.job.stages import score_stage
 
     result = score_stage(spark, _job(files, tmp_path, "quarantine"), "r1")

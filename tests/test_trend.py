@@ -193,7 +193,7 @@ def warehouse(spark, tmp_path):
 
 
 def test_only_published_runs_appear_unless_one_is_being_published(spark, warehouse):
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
     from ndcg_spark.job.trends import trend_rows
 
     rows, config_file = warehouse
@@ -276,7 +276,7 @@ def test_three_nights_the_trend_table_flags_the_no_answer_night_and_breaks_at_th
     breaks at night 3 (contract changed: gain), equals the trend computed afresh, and the CLI
     prints it."""
     from ndcg_spark.cli import main
-    from ndcg_spark.job.config import JobConfig
+    from ndcg_spark.config.job import JobConfig
     from ndcg_spark.job.trends import trend_rows
 
     warehouse, nights, printed, _ = three_nights

@@ -17,11 +17,11 @@ from ndcg_spark.cli import main
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.validation_spec import RULES, ValidationSpec
 from ndcg_spark.errors import ContractError, InputError, NdcgError, ValidationError, describe_spark_error
-from ndcg_spark.job.config import JobConfig
+from ndcg_spark.config.job import JobConfig
 from ndcg_spark.scoring.attributes import Attributes
 from ndcg_spark.scoring.score import score_requests
 from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts
-from ndcg_spark.validation.inputs import flag_every_rule, flag_row_rules
+from ndcg_spark.validation.flagging import flag_every_rule, flag_row_rules
 from ndcg_spark.validation.validate import validate_inputs
 
 CANDS = "request_id string, doc_id string, system string, position int, score double"

@@ -55,7 +55,7 @@ AGGREGATE_COLUMNS = AGGREGATE.names
 #: The columns of the audit table, in order (:data:`ndcg_spark.config.schemas.AUDIT`; :data:`AUDIT_LEGACY` last).
 AUDIT_COLUMNS = AUDIT.names
 
-#: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.job.lineage``).
+#: One input as a run read it (the run-metadata table's ``inputs``; ``ndcg_spark.storage.lineage``).
 INPUT_READ_SCHEMA = INPUT_READ.struct_type()
 
 #: The run-metadata table: one row per run (:data:`ndcg_spark.config.schemas.RUN_METADATA`).

@@ -2,7 +2,7 @@
 
 An attempt that holds a run rewrites its heartbeat every ``heartbeat_seconds`` while its stages
 run; another attempt may take the run over once that heartbeat is older than
-``stale_after_minutes`` (:mod:`ndcg_spark.job.lease`).
+``stale_after_minutes`` (:mod:`ndcg_spark.publishing.lease`).
 
 >>> spec = PublishingSpec.from_dict({"stale_after_minutes": 2, "heartbeat_seconds": 10})
 >>> spec.stale_after, spec.heartbeat

@@ -447,7 +447,7 @@ AUDIT = TableSchema("audit", (*_AUDIT_COLUMNS, *_legacy(_AUDIT_COLUMNS, AUDIT_LE
 
 # --------------------------------------------------------------------------- the run metadata
 
-#: One input as a run read it: an element of the run-metadata table's ``inputs`` (:mod:`ndcg_spark.job.lineage`).
+#: One input as a run read it: an element of the run-metadata table's ``inputs`` (:mod:`ndcg_spark.storage.lineage`).
 INPUT_READ = TableSchema("input_read", (
     Column("role", "string", "`inputs.candidates`, `inputs.judgments` or `attributes`", nullable=False),
     Column("source", "string", "where from, as the CLI prints it", nullable=False),

@@ -54,7 +54,7 @@ from ndcg_spark.validation.failures import raise_on_broken_rules
 
 # the raw line of a row read with ``keep_malformed=True``, and the TREC rule it breaks (null when
 # well formed): columns validation reads
-from ndcg_spark.validation.tables import TREC_LINE, TREC_RULE, TREC_TRAILING
+from ndcg_spark.validation.input_table import TREC_LINE, TREC_RULE, TREC_TRAILING
 
 #: Columns of :func:`read_trec_run`: qid, docno, rank, score, tag (the ``Q0`` field is dropped).
 RUN_COLUMNS = ("request_id", "doc_id", "position", "score", "system")

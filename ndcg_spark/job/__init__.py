@@ -1,1 +1,1 @@
-"""The nightly job: config, session, reading and writing tables, publishing, the stage sequence."""
+"""The nightly job: the night's order (:mod:`~ndcg_spark.job.run`), the stages' wiring, the session, init and the demo."""

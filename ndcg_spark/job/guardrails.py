@@ -17,9 +17,9 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.config.guardrail_spec import GuardrailSpec
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
-from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import read_source, write_run_partitioned
-from ndcg_spark.job.publish import read_published
+from ndcg_spark.config.job import JobConfig, Source
+from ndcg_spark.storage.io import read_source, write_run_partitioned
+from ndcg_spark.publishing.status import read_published
 
 __all__ = ["GuardrailResult", "guardrail_plan", "guardrail_stage"]
 

@@ -21,8 +21,8 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.errors import ContractError, InputError, spark_errors_as_input_errors
-from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import read_source, write_run_partitioned
+from ndcg_spark.config.job import JobConfig, Source
+from ndcg_spark.storage.io import read_source, write_run_partitioned
 from ndcg_spark.job.report_files import report_configured, write_report
 from ndcg_spark.judging.files import judging_csv, qrels_template
 from ndcg_spark.judging.plan import judge_next
@@ -53,7 +53,7 @@ class JudgingResult:
 
 def judging_dir(config: JobConfig) -> Path:
     """``outputs.judging_dir`` (resolved like every path), default ``judging`` beside the job's relative paths."""
-    return config.output_folder("judging_dir", "judging")
+    return config.output_folder("judging_dir")
 
 
 def judging_stage(spark: SparkSession, config: JobConfig, run_id: str, spec: JudgingSpec) -> JudgingResult:
@@ -92,7 +92,7 @@ def judging_stage(spark: SparkSession, config: JobConfig, run_id: str, spec: Jud
 
 def _rankers(config: JobConfig, spec: JudgingSpec) -> dict[str, Any]:
     """The ``compare:`` section's rankers: a comparison's two sides, an aggregate's default system."""
-    if config.section("compare") is None:
+    if config.compare is None:
         if spec.target == "compare":
             raise ContractError("compare", "is required for a judging plan of a comparison: it names the baseline "
                                 "and the candidate")

@@ -14,9 +14,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import ContractError, InputError
-from ndcg_spark.job.attempts import read_attempts
-from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import read_run, read_written
+from ndcg_spark.publishing.attempts import read_attempts
+from ndcg_spark.config.job import JobConfig, Source
+from ndcg_spark.storage.io import read_run, read_written
 from ndcg_spark.job.trends import trend_rows
 from ndcg_spark.metrics.slices import overall_rows
 from ndcg_spark.report.data import ReportSources, collect_report_data
@@ -33,7 +33,7 @@ def report_configured(config: JobConfig) -> bool:
 
 def report_dir(config: JobConfig) -> Path:
     """``outputs.report_dir`` (resolved like every path), default ``reports`` beside the job's relative paths."""
-    return config.output_folder("report_dir", "reports")
+    return config.output_folder("report_dir")
 
 
 def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> ReportSources:

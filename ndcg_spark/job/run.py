@@ -6,9 +6,9 @@
    tables) before anything is scored or unpublished; under ``aggregate``, that the run was
    scored (under this contract); under ``compare``, the ``report:`` section and folder and the
    ``guardrails:`` section before the comparison is written;
-2. **the publishing bracket** (:func:`~ndcg_spark.job.lease.publishing`): the attempt takes the
+2. **the publishing bracket** (:func:`~ndcg_spark.publishing.lease.publishing`): the attempt takes the
    run's lease (refused, or waited for, while another live attempt is running it;
-   :mod:`ndcg_spark.job.lease`), the run-status row says ``running`` first and ``complete`` last
+   :mod:`ndcg_spark.publishing.lease`), the run-status row says ``running`` first and ``complete`` last
    (``failed`` with the reason when a stage fails or a signal ends it), around stage 1 (``score``,
    ``run``) and stage 2 (``aggregate``, and ``run`` when the job has ``outputs.aggregate``), the
    lease checked at every step boundary and its heartbeat rewritten on a timer meanwhile; the
@@ -40,13 +40,13 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import InputError
 from ndcg_spark.frames import collect_sorted
-from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.config.job import JobConfig, Source
 from ndcg_spark.job.guardrails import GuardrailResult, guardrail_plan, guardrail_stage
-from ndcg_spark.job.io import read_run
-from ndcg_spark.job.lease import publishing
-from ndcg_spark.job.lineage import Replay, replay_plan
+from ndcg_spark.storage.io import read_run
+from ndcg_spark.publishing.lease import publishing
+from ndcg_spark.storage.lineage import Replay, replay_plan
 from ndcg_spark.job.report_files import report_configured, report_dir, write_report
-from ndcg_spark.job.steps import planned, step
+from ndcg_spark.publishing.steps import planned, step
 from ndcg_spark.job.trends import TrendResult, trend_stage
 from ndcg_spark.metrics.slices import overall_rows
 from ndcg_spark.job.stages import (
@@ -141,9 +141,9 @@ def run_job(
         written, e.g. to print the stages' lines first; the report then comes in the returned
         outcome.
     take_over, wait : while another attempt is running the run: take it over at once, or wait
-        up to ``wait`` for it to end or go stale (:func:`~ndcg_spark.job.lease.acquire`).
+        up to ``wait`` for it to end or go stale (:func:`~ndcg_spark.publishing.lease.acquire`).
     replay : (``score``, ``run``) a run whose recorded inputs stage 1 reads instead of the YAML's
-        current ones, exactly as that run read them (:mod:`ndcg_spark.job.lineage`); checked
+        current ones, exactly as that run read them (:mod:`ndcg_spark.storage.lineage`); checked
         before anything is written.
 
     Returns

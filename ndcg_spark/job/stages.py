@@ -14,13 +14,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.aggregate_spec import AggregateSpec
-from ndcg_spark.job.config import JobConfig, Source
+from ndcg_spark.config.job import JobConfig, Source
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.per_request import metrics_in
 from ndcg_spark.errors import ContractError, spark_errors_as_input_errors
 from ndcg_spark.frames import collect_sorted
-from ndcg_spark.job.io import clear_run, read_run, read_source, read_written, write_run_partitioned
-from ndcg_spark.job.lineage import InputRead, Replay, read_input, read_recorded
+from ndcg_spark.storage.io import clear_run, read_run, read_source, read_written, write_run_partitioned
+from ndcg_spark.storage.lineage import InputRead, Replay, read_input, read_recorded
 from ndcg_spark.scoring.large import LARGE_REQUEST
 from ndcg_spark.scoring.score import score_requests
 from ndcg_spark.config.validation_spec import ValidationSpec
@@ -40,7 +40,7 @@ class StageResult:
     quarantine: Source | None = None
     #: the resolved validation handling, for run metadata
     validation: ValidationSpec | None = None
-    #: what was read, input by input (run metadata's ``inputs``: ndcg_spark.job.lineage)
+    #: what was read, input by input (run metadata's ``inputs``: ndcg_spark.storage.lineage)
     inputs: tuple[InputRead, ...] = ()
 
     def metadata_counts(self) -> dict[str, int]:
@@ -58,7 +58,7 @@ class StageResult:
 def score_stage(spark: SparkSession, config: JobConfig, run_id: str, *, replay: Replay | None = None) -> StageResult:
     """Stage 1: read the inputs, validate them, score every request, write the per-request table.
 
-    Each input is read as :func:`~ndcg_spark.job.lineage.read_input` pins it (a Delta or Iceberg
+    Each input is read as :func:`~ndcg_spark.storage.lineage.read_input` pins it (a Delta or Iceberg
     table at its current version), and what was read is returned (``inputs``); a ``replay`` reads
     the inputs another run recorded instead, exactly as that run read them.
 
@@ -325,7 +325,7 @@ def compare_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Compar
     from ndcg_spark.comparison.paired import compare
     from ndcg_spark.comparison.pools import pool_summary
     from ndcg_spark.errors import InputError
-    from ndcg_spark.job.publish import read_published
+    from ndcg_spark.publishing.status import read_published
 
     spec = config.compare_spec()
     target = config.output("comparison")

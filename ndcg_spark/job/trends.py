@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.errors import ContractError, InputError, spark_errors_as_input_errors
-from ndcg_spark.job.config import JobConfig, Source
-from ndcg_spark.job.io import read_run, read_written, write_run_partitioned
-from ndcg_spark.job.publish import published_runs
+from ndcg_spark.config.job import JobConfig, Source
+from ndcg_spark.storage.io import read_run, read_written, write_run_partitioned
+from ndcg_spark.publishing.status import published_runs
 from ndcg_spark.trend.series import trend
 
 __all__ = ["TrendResult", "trend_rows", "trend_stage"]

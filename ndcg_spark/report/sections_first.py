@@ -132,7 +132,7 @@ def _no_results(r: Row) -> str:
 def _change_cell(row: Row | None) -> str:
     """The change from the previous comparable night, the break's reason or ``first run``; then the flag."""
     kind, words = night_words(row)
-    if kind == "delta":
+    if kind == "comparable":
         text = (f"<span class='num'>{escape(fmt_delta(row.get('delta_macro')))}</span> "
                 f"<span class='sub'>vs {escape(row.get('previous_run_id'))}</span>")
     else:

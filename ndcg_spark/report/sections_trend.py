@@ -11,7 +11,7 @@ how a night stands to the one before it; the first screen uses them too.
 ...        "moved": True, "moved_macro": True, "moved_weighted": False, "empty_ideal_shifted": True,
 ...        "empty_ideal_share_change": 0.031}
 >>> night_words(row)
-('delta', '-0.0800 vs n1')
+('comparable', '-0.0800 vs n1')
 >>> for words in flag_words(row):
 ...     print(words)
 macro interval does not overlap the previous night's
@@ -62,7 +62,7 @@ def trend_row(rows: Sequence[Row], run_id: Any, system: Any, pool: Any, k: Any) 
 def night_words(row: Row | None) -> tuple[str, str]:
     """How a night stands to the run before it: ``(kind, words)``.
 
-    ``kind`` is ``delta`` (comparable: the change of the macro mean and the run it is from),
+    ``kind`` is ``comparable`` (the change of the macro mean and the run it is from),
     ``break`` (not comparable: why), ``first`` (no run before it) or ``missing`` (no trend row).
     """
     if row is None:
@@ -72,7 +72,7 @@ def night_words(row: Row | None) -> tuple[str, str]:
         return "first", "first run"
     if not is_true(comparable):
         return "break", f"break: {row.get('break_reason') or 'not comparable'}"
-    return "delta", f"{fmt_delta(row.get('delta_macro'))} vs {row.get('previous_run_id')}"
+    return "comparable", f"{fmt_delta(row.get('delta_macro'))} vs {row.get('previous_run_id')}"
 
 
 def flag_words(row: Row | None) -> list[str]:
@@ -123,7 +123,7 @@ def _series_card(system: Any, k: Any, series: Sequence[Row], runs: Sequence[str]
         run, (kind, _) = str(r.get("run_id")), night_words(r)
         point = {"run": run, "value": r.get("macro"), "lo": r.get("macro_ci_low"), "hi": r.get("macro_ci_high"),
                  "mark": flag_mark(raised_flags(r)), "note": _denominators(r)}
-        if kind == "delta":
+        if kind == "comparable":
             point["previous"] = index.get((str(r.get("previous_run_id")), r.get("pool_version")))
         elif kind == "break":
             breaks += 1
@@ -164,12 +164,12 @@ def _series_table(series: Sequence[Row], metric: str) -> list[str]:
            "<th>empty-ideal share</th><th class='l'>vs the run before</th></tr>"]
     for r in sorted(series, key=lambda r: sort_key(r, "run_id", "pool_version")):
         kind, words = night_words(r)
-        note = "; ".join([f"comparable ({r.get('previous_run_id')})" if kind == "delta" else words, *flag_words(r)])
+        note = "; ".join([f"comparable ({r.get('previous_run_id')})" if kind == "comparable" else words, *flag_words(r)])
         share = (f"{fmt_share(r.get('empty_ideal_share'))} ({fmt_count(r.get('n_empty_ideal'))} / "
                  f"{fmt_count(r.get('n_requests'))})")
         out.append("<tr>" + td(r.get("run_id"), "l") + td(r.get("pool_version"), "l")
                    + mean_cell(r.get("macro"), r.get("macro_ci_low"), r.get("macro_ci_high"))
-                   + td(fmt_delta(r.get("delta_macro")) if kind == "delta" else "") + _weighted_cell(r, kind)
+                   + td(fmt_delta(r.get("delta_macro")) if kind == "comparable" else "") + _weighted_cell(r, kind)
                    + td(f"{fmt_count(r.get('n_eligible'))} / {fmt_count(r.get('n_requests'))}")
                    + td(share) + td(note, "l wrap") + "</tr>")
     out.append("</table></details>")
@@ -178,6 +178,6 @@ def _series_table(series: Sequence[Row], metric: str) -> list[str]:
 
 def _weighted_cell(r: Row, kind: str) -> str:
     """The weighted mean with its interval and, on a comparable night, its change."""
-    delta = f" <span class='ci'>Δ {escape(fmt_delta(r.get('delta_weighted')))}</span>" if kind == "delta" else ""
+    delta = f" <span class='ci'>Δ {escape(fmt_delta(r.get('delta_weighted')))}</span>" if kind == "comparable" else ""
     return (f"<td><span class='num'>{escape(fmt_mean(r.get('weighted')))}</span> <span class='ci'>"
             f"{escape(fmt_interval(r.get('weighted_ci_low'), r.get('weighted_ci_high')))}</span>{delta}</td>")

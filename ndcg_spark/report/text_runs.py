@@ -72,7 +72,7 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str, 
 
 
 def format_attempts(rows: Sequence[Mapping[str, Any]], where: str) -> str:
-    """One line per attempt (the rows of :func:`ndcg_spark.job.attempts.recent_attempts`: the newest
+    """One line per attempt (the rows of :func:`ndcg_spark.publishing.attempts.recent_attempts`: the newest
     run first, its attempts in the order they started), and the reason under one that did not complete.
 
     >>> import datetime as dt

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.flags import Flag, flag_rows
-from ndcg_spark.validation.tables import InputTable, is_blank, not_finite
+from ndcg_spark.validation.input_table import InputTable, is_blank, not_finite
 
 
 def attribute_flags(table: InputTable, attributes: Attributes) -> list[Flag]:

@@ -33,7 +33,7 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.attributes import attribute_flags
 from ndcg_spark.validation.flags import REQUEST_LIST, Flag, flag_rows, with_rules
 from ndcg_spark.validation.judgments import grade_flags
-from ndcg_spark.validation.tables import InputTable, is_blank, quoted
+from ndcg_spark.validation.input_table import InputTable, is_blank, quoted
 
 
 def _keys(

@@ -3,12 +3,12 @@
 :func:`detect_rule_counts` is the count-only detector: hash aggregations, no windows, no examples;
 on clean input it is all validation costs. It also notes the grades' scale (kind ``grades``,
 :func:`grade_scale`): below, every grade is a whole number and the largest is 2.
-:func:`count_flagged_rows` counts the rows flagged one by one (:mod:`ndcg_spark.validation.inputs`),
+:func:`count_flagged_rows` counts the rows flagged one by one (:mod:`ndcg_spark.validation.flagging`),
 with an example row per rule and the quarantined rows per reason.
 
 >>> from ndcg_spark import Contract
 >>> from ndcg_spark.config.validation_spec import ValidationSpec
->>> from ndcg_spark.validation.inputs import flag_row_rules
+>>> from ndcg_spark.validation.flagging import flag_row_rules
 >>> cands = spark.createDataFrame([("q1", "a", 1, 1.0), ("q1", "a", 2, 0.0), ("q2", "b", 0, 2.0)],
 ...                               "request_id string, doc_id string, position int, grade double")
 >>> contract = Contract(k=[3]).resolve(cands.columns)
@@ -35,9 +35,9 @@ from ndcg_spark.frames import whole_number_in
 from ndcg_spark.validation.accounting import RuleCounts
 from ndcg_spark.validation.candidates import valid_position
 from ndcg_spark.validation.flags import JUDGED_PAIR, REQUEST_LIST, rule_name
-from ndcg_spark.validation.inputs import FlaggedInputs
+from ndcg_spark.validation.flagging import FlaggedInputs
 from ndcg_spark.validation.judgments import conflict
-from ndcg_spark.validation.tables import TREC_TRAILING
+from ndcg_spark.validation.input_table import TREC_TRAILING
 
 #: ``(count key, aggregate Column)``; keys are ``read``, ``merged``, ``rule:<name>``, ``maybe:<name>``
 #: or ``grades:<name>``

@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.validation_spec import RULE_INDEX, RULE_NAMES
-from ndcg_spark.validation.tables import TREC_RULE, InputTable
+from ndcg_spark.validation.input_table import TREC_RULE, InputTable
 
 #: A request list: one system's candidates for one request (and pool version).
 REQUEST_LIST = ["__v_sys", "__v_pool", "__v_rid"]

@@ -31,7 +31,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.gain import MAX_GAIN
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.validation.flags import JUDGED_PAIR, Flag, flag_rows, with_rules
-from ndcg_spark.validation.tables import InputTable, is_blank, not_finite
+from ndcg_spark.validation.input_table import InputTable, is_blank, not_finite
 
 
 def grade_flags(grade: Column, not_numeric: Column, contract: Contract) -> list[Flag]:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.config.schemas import QUARANTINE
 from ndcg_spark.validation.flags import rule_name
-from ndcg_spark.validation.inputs import FlaggedInputs
+from ndcg_spark.validation.flagging import FlaggedInputs
 
 #: Columns of the quarantine table (``outputs.quarantine``), partitioned by ``run_id`` (declared in
 #: :data:`ndcg_spark.config.schemas.QUARANTINE`).

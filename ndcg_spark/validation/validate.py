@@ -60,7 +60,7 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.accounting import RowAccounting, RuleCounts, ValidatedInputs
 from ndcg_spark.validation.counts import count_flagged_rows, detect_rule_counts, grade_scale
 from ndcg_spark.validation.failures import raise_on_broken_rules, raise_on_empty, raise_on_share
-from ndcg_spark.validation.inputs import FlaggedInputs, flag_every_rule, flag_row_rules
+from ndcg_spark.validation.flagging import FlaggedInputs, flag_every_rule, flag_row_rules
 from ndcg_spark.validation.quarantine import empty_quarantine, quarantine_rows
 
 #: What the shell functions check by default: every rule ``error``, without the skew guard -- a

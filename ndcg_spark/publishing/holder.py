@@ -1,4 +1,4 @@
-"""Who holds a run, and whether the next attempt may take it over (:func:`~ndcg_spark.job.lease.acquire`).
+"""Who holds a run, and whether the next attempt may take it over (:func:`~ndcg_spark.publishing.lease.acquire`).
 
 The holder is the attempt a ``running`` row of the run-status table names; its last heartbeat
 is the later of that row's ``updated_at`` and its own row's in the run-attempts table (every beat
@@ -18,10 +18,10 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.errors import RunInProgress
-from ndcg_spark.job import attempts as record
-from ndcg_spark.job.attempts import utc_now
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.publish import RUNNING, describe_attempt, duration, status_row, when
+from ndcg_spark.publishing import attempts as record
+from ndcg_spark.publishing.attempts import utc_now
+from ndcg_spark.config.job import Source
+from ndcg_spark.publishing.status import RUNNING, describe_attempt, duration, status_row, when
 
 __all__ = ["last_beat", "wait_until_free"]
 

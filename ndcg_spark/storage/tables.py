@@ -40,8 +40,9 @@ from pyspark.sql.types import StructField, StructType
 
 from ndcg_spark.comparison.columns import COMPARISON_RENAMED
 from ndcg_spark.compat import parameterized_sql
+from ndcg_spark.config.job import RUN_ID_PATTERN, Source
 from ndcg_spark.errors import CommitConflict, InputError, commit_conflict, describe_spark_error
-from ndcg_spark.job.config import RUN_ID_PATTERN, TABLE_FORMATS, Source
+from ndcg_spark.storage.formats import format_named
 
 __all__ = ["SchemaChange", "clear_table_run", "current_version", "fresh", "partition_spec", "quoted_name",
            "schema_change", "table_exists", "write_table"]
@@ -69,25 +70,18 @@ def quoted_name(target: Source) -> str:
 
 
 def fresh(spark: SparkSession, target: Source) -> None:
-    """Make the session's next read of an Iceberg table see its latest commit: Iceberg's Spark
-    catalog caches a loaded table (30 s by default), so a process would not see another's commits
-    meanwhile -- nor, without this, another attempt's row on the run-status table. Delta reads its
-    log's latest version on every read; other tables need nothing."""
-    if target.format == "iceberg":
-        spark.catalog.refreshTable(target.table_name)
+    """Make the session's next read of the table see its latest commit (an Iceberg table's: its
+    Spark catalog caches a loaded table, so a process would not see another's commits meanwhile --
+    nor another attempt's row on the run-status table; Delta reads its log's latest version on every
+    read; other tables need nothing)."""
+    target.kind.fresh(spark, target.table_name)
 
 
 def current_version(spark: SparkSession, target: Source, fmt: str | None = None) -> int | None:
-    """The table's current Delta version or Iceberg snapshot id (None: an Iceberg table with no
-    snapshot yet)."""
-    fmt = fmt or target.format
-    if fmt == "delta":
-        return int(spark.sql(f"DESCRIBE HISTORY {quoted_name(target)} LIMIT 1").first()["version"])
-    quoted_name(target)  # checks the name's parts before they reach the reader
-    fresh(spark, Source(table=target.table, format="iceberg"))
-    history = spark.read.table(f"{target.table}.history").filter("is_current_ancestor")
-    latest = history.orderBy(F.col("made_current_at").desc()).select("snapshot_id").first()
-    return None if latest is None else int(latest[0])
+    """The table's current version in its format (``fmt``: a catalog table's provider, when the
+    source does not declare it): Delta's version, Iceberg's snapshot id (None: no snapshot yet)."""
+    kind = format_named(fmt) if fmt is not None else target.kind
+    return kind.current_version(spark, target.table or target.table_name, quoted_name(target))
 
 
 #: how Delta says that a path holds no table (yet): no folder, no log, or a log with no version
@@ -101,7 +95,7 @@ def table_exists(spark: SparkSession, target: Source) -> bool:
     if target.table is not None:
         return spark.catalog.tableExists(target.table)
     try:
-        spark.read.format("delta").load(target.path).schema  # noqa: B018 - loads the latest version
+        spark.read.format(target.format).load(target.path).schema  # noqa: B018 - loads the latest version
     except AnalysisException as exc:
         if any(name in str(exc) for name in _NO_DELTA_TABLE):
             return False
@@ -153,30 +147,16 @@ def write_table(df: DataFrame, target: Source, partition_by: Sequence[str]) -> N
     """Write ``df`` into the table ``target``: create it with the first run, afterwards replace only
     the ``partition_by`` partitions ``df`` has (module docstring), adding the columns it lacks."""
     spark = df.sparkSession
-    if not table_exists(spark, target):
-        _create(df, target, partition_by)
-        if target.format not in TABLE_FORMATS:  # created by writing the night into it
-            return
+    if not table_exists(spark, target) and _create(df, target, partition_by):
+        return  # created by writing the night into it
     existing = spark.read.table(target.table_name).schema
     df = _with_retired(df, existing)
     change = schema_change(existing, df.schema)
     if not change.additive:
         raise _refusal(target, change)
     columns = [*(f.name for f in existing.fields), *(f.name for f in change.added)]
-    if target.format in TABLE_FORMATS:
-        writer = df.select(*columns).writeTo(target.table_name)
-        if change.added and target.format == "delta":  # the new columns, within the write's own commit
-            writer = writer.option("mergeSchema", "true")
-        elif change.added:
-            _add_columns(spark, target, change.added)
-        if target.format == "iceberg":
-            writer = _serializable(spark, target, writer)
-        _committed(lambda: writer.overwritePartitions(), target)
-        return
-    if change.added:
-        _add_columns(spark, target, change.added)
-        columns = spark.read.table(target.table_name).columns  # a partition column stays last
-    df.select(*columns).write.option("partitionOverwriteMode", "dynamic").insertInto(target.table_name, overwrite=True)
+    add = (lambda: _add_columns(spark, target, change.added)) if change.added else None
+    _committed(lambda: target.kind.write_night(df, target.table_name, columns, add), target)
 
 
 #: columns a newer version no longer writes (renamed: the new name -> the old name); a table that has
@@ -191,28 +171,14 @@ def _with_retired(df: DataFrame, existing: StructType) -> DataFrame:
     return df.withColumns({f.name: F.lit(None).cast(f.dataType) for f in retired}) if retired else df
 
 
-def _serializable(spark: SparkSession, target: Source, writer):
-    """An Iceberg overwrite that fails (``ValidationException: Found conflicting files``) when another
-    commit added files to the partitions it replaces since the table's current snapshot -- as a Delta
-    write fails on a concurrent write to its partition -- instead of Iceberg retrying it onto the
-    other's and both landing."""
-    writer = writer.option("isolation-level", "serializable")
-    snapshot = current_version(spark, target, "iceberg")
-    return writer if snapshot is None else writer.option("validate-from-snapshot-id", str(snapshot))
-
-
 def clear_table_run(spark: SparkSession, target: Source, run_id: str) -> None:
     """Remove the rows of ``run_id`` from the table ``target``, if it exists: Delta and Iceberg in
     one commit that overwrites ``run_id = …`` with no rows, a Parquet or CSV catalog table by
     dropping the run's partition."""
     if not table_exists(spark, target):
         return
-    if target.format in TABLE_FORMATS:
-        empty = spark.read.table(target.table_name).limit(0)
-        _committed(lambda: empty.writeTo(target.table_name).overwrite(F.col("run_id") == F.lit(run_id)), target)
-    else:
-        parameterized_sql(spark, f"ALTER TABLE IDENTIFIER(:table) DROP IF EXISTS {partition_spec(run_id)}",
-                          {"table": target.table_name})
+    partition = partition_spec(run_id)  # the run id checked (a literal in a Parquet partition spec)
+    _committed(lambda: target.kind.clear_night(spark, target.table_name, run_id, partition), target)
 
 
 def partition_spec(run_id: str) -> str:
@@ -232,9 +198,9 @@ def partition_spec(run_id: str) -> str:
     return f"PARTITION (run_id = '{run_id}')"
 
 
-def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
-    """The first night's table (its database too, when it names one). A Parquet or CSV table is
-    created by writing the night into it; a Delta or Iceberg table is created empty by ``CREATE TABLE
+def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> bool:
+    """The first night's table (its database too, when it names one); True when the night was
+    written with it. A Parquet or CSV table is created by writing the night into it; a Delta or Iceberg table is created empty by ``CREATE TABLE
     IF NOT EXISTS`` with the run's columns (nullable) and partitioning, and the caller then writes
     the night as every night is written: two attempts of a first night that both found no table
     both create it without failing (the second finds it there, or fails to create it because the
@@ -245,22 +211,20 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
     parts = target.table.split(".") if target.table is not None else []
     if len(parts) > 1:  # a configured database that does not exist yet (first night)
         parameterized_sql(spark, "CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", {"db": ".".join(parts[:-1])})
-    if target.format not in TABLE_FORMATS:
-        df.write.format(target.format).partitionBy(*partition_by).saveAsTable(target.table)
-        return
     columns = _column_list(target, df.schema.fields)
     partitions = _column_list(target, [df.schema[name] for name in partition_by], types=False)
-    statement = (f"CREATE TABLE IF NOT EXISTS IDENTIFIER(:table) ({columns}) USING {target.format} "
-                 f"PARTITIONED BY ({partitions})")
     try:
-        _committed(lambda: parameterized_sql(spark, statement, {"table": target.table_name}), target)
+        written = _committed(lambda: target.kind.create(df, target.table_name, partition_by, columns, partitions),
+                             target)
     except Exception:
         # another attempt created it since this one looked: IF NOT EXISTS does not cover a Delta path
         # whose log appeared meanwhile (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION), nor the commit of
         # its version 0 that lost to the other's. The table is there: the night is written into it.
-        if not table_exists(spark, target):
+        if not target.kind.versioned or not table_exists(spark, target):
             raise
-        return
+        return False
+    if written:
+        return True
     if not table_exists(spark, target):  # IF NOT EXISTS skipped a Delta log folder with no version yet
         raise CommitConflict(
             f"{target.describe()}: another writer is creating the table (its log folder is there, with no version "
@@ -268,17 +232,19 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> None:
             f"remove the folder {target.path}/_delta_log, which holds no version, and run again.",
             target.table_name,
         )
+    return False
 
 
-def _committed(write, target: Source) -> None:
-    """Run ``write`` (one commit of ``target``'s format); a commit that lost to another writer's is
-    a CommitConflict."""
+def _committed(write, target: Source):
+    """Run ``write`` (one commit of ``target``'s format) and return what it returns; a commit that
+    lost to another writer's is a CommitConflict."""
     try:
-        write()
+        return write()
     except Exception as exc:
-        if commit_conflict(exc) is None:
+        lost = commit_conflict(exc, target.kind)
+        if lost is None:
             raise
-        raise _conflict(target, exc, f"committed first ({commit_conflict(exc)})") from exc
+        raise _conflict(target, exc, f"committed first ({lost})") from exc
 
 
 def _conflict(target: Source, exc: BaseException, what: str) -> CommitConflict:
@@ -324,16 +290,7 @@ def migration(target: Source, change: SchemaChange) -> str:
     table (which cannot drop columns), needs a new table: the old one is renamed (a Delta path table's
     folder moved) and keeps the older nights, and the next run creates the table anew.
     """
-    name = target.table_name
-    if change.retyped or target.format not in TABLE_FORMATS:
-        if target.table is None:
-            return f"To migrate: move the folder {target.path} aside, keeping the older nights (then run again)."
-        # the new name within the table's catalog: a catalog part there would be read as a namespace
-        statements = [f"ALTER TABLE {name} RENAME TO {'.'.join(name.split('.')[-2:])}_before"]
-    elif target.format == "delta":
-        dropped = ", ".join(f"`{c}`" for c in change.dropped)
-        statements = [f"ALTER TABLE {name} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
-                      f"ALTER TABLE {name} DROP COLUMNS ({dropped})"]
-    else:
-        statements = [f"ALTER TABLE {name} DROP COLUMNS ({', '.join(f'`{c}`' for c in change.dropped)})"]
+    if target.table is None and (change.retyped or not target.kind.versioned):
+        return f"To migrate: move the folder {target.path} aside, keeping the older nights (then run again)."
+    statements = target.kind.migration(target.table_name, change.dropped, bool(change.retyped))
     return f"To migrate: {'; '.join(statements)} (then run again)."

@@ -32,7 +32,7 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.validation.attributes import attribute_rows
 from ndcg_spark.validation.candidates import candidate_groups, candidate_rows
 from ndcg_spark.validation.judgments import judgment_groups, judgment_rows
-from ndcg_spark.validation.tables import InputTable
+from ndcg_spark.validation.input_table import InputTable
 
 #: input name (``candidates``, ``judgments``, ``attributes``) -> (the table, its flagged rows)
 FlaggedInputs = dict[str, tuple[InputTable, DataFrame]]

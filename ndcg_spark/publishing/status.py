@@ -6,22 +6,22 @@ driver killed while the per-request table is being committed, or between the per
 aggregate write, leaves some of the run's partitions on disk. So every run goes through
 
 1. ``status = 'running'`` — written *first*, by the attempt that takes the run's lease
-   (:func:`~ndcg_spark.job.lease.acquire`: refused while another attempt is running it); a re-run of
+   (:func:`~ndcg_spark.publishing.lease.acquire`: refused while another attempt is running it); a re-run of
    a published run id hides the old copy of that run while it is being replaced;
 2. the data writes (every stage), the lease checked at every step boundary and its heartbeat
    rewritten on a timer;
 3. ``status = 'complete'`` — written *last*, one row, only by the attempt that still holds the run;
    or ``failed`` with the reason, when the job catches a failure or a signal ends it.
 
-The bracket around a run's writes is :func:`ndcg_spark.job.lease.publishing`; this module is the
+The bracket around a run's writes is :func:`ndcg_spark.publishing.lease.publishing`; this module is the
 row and its readers.
 
 Readers go through :func:`read_published` (or the SQL in docs/operations.md), which keeps only the runs
 whose status row says ``complete``. A crash anywhere before step 3 leaves the run invisible and
 every other run untouched; re-running the run id replaces it and publishes it.
 
-Every function takes the status table as a :class:`~ndcg_spark.job.config.Source`; a job's is
-:meth:`JobConfig.run_status() <ndcg_spark.job.config.JobConfig.run_status>` (``outputs.run_status``
+Every function takes the status table as a :class:`~ndcg_spark.config.job.Source`; a job's is
+:meth:`JobConfig.run_status() <ndcg_spark.config.job.JobConfig.run_status>` (``outputs.run_status``
 in the YAML, else beside the per-request table).
 """
 
@@ -37,9 +37,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.schemas import RUN_STATUS
 from ndcg_spark.errors import CommitConflict, InputError, LeaseLost
-from ndcg_spark.job.attempts import Attempt, read_again_if_rewritten, utc
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import read_run, read_written, write_run_partitioned
+from ndcg_spark.publishing.attempts import Attempt, read_again_if_rewritten, utc
+from ndcg_spark.config.job import Source
+from ndcg_spark.storage.io import read_run, read_written, write_run_partitioned
 from ndcg_spark.version import __version__
 
 RUNNING = "running"

@@ -1,9 +1,9 @@
 """A step of a run: its Spark jobs tagged with the run id and the step, its time logged.
 
-Every Spark job a run starts carries two tags (:func:`~ndcg_spark.job.session.step_tags`):
+Every Spark job a run starts carries two tags (:func:`~ndcg_spark.publishing.tags.step_tags`):
 ``ndcg-spark:<run_id>`` and ``ndcg-spark:<run_id>:<step>``, e.g. ``ndcg-spark:2026-11-29:score``.
 ``spark.interruptTag("ndcg-spark:2026-11-29")`` cancels what the run is doing, from another
-thread or (Spark Connect) another client of the same session. The logger ``ndcg_spark.job.steps``
+thread or (Spark Connect) another client of the same session. The logger ``ndcg_spark.publishing.steps``
 says when a step starts (``step 2 of 5: aggregate`` inside a command's :func:`planned` steps), every :data:`PROGRESS_EVERY` seconds while it runs (with the Spark stage
 it is in and its tasks done, where the session has a status tracker), and when it ends, with its
 elapsed time (the console script prints these lines on stderr).
@@ -20,7 +20,7 @@ from contextvars import ContextVar
 
 from pyspark.sql import SparkSession
 
-from ndcg_spark.job.session import step_tags, tagged
+from ndcg_spark.publishing.tags import step_tags, tagged
 
 logger = logging.getLogger(__name__)
 

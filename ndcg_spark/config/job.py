@@ -14,7 +14,8 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from ndcg_spark.config.report_spec import ReportSpec
 from ndcg_spark.config.trend_spec import TrendSpec
 from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
+from ndcg_spark.storage.formats import TableFormat, format_named, formats_for
 
 #: the config file format written today; :data:`PATH_RULES` lists those still read
 CONFIG_VERSION = 2
@@ -41,13 +43,6 @@ PATH_RULES = {
     2: "a relative path resolves against the YAML's own folder",
 }
 _LOG = logging.getLogger(__name__)
-FORMATS = ("parquet", "csv", "delta", "iceberg")
-#: formats with their own commits and versions, written through the table's own writer (``writeTo``):
-#: a catalog ``table:``, or for Delta also a ``path:`` (a Delta table needs no catalog)
-TABLE_FORMATS = ("delta", "iceberg")
-#: The formats an input may have besides FORMATS: ``trec_run`` (candidates) and ``trec_qrels``
-#: (judgments), read by :mod:`ndcg_spark.formats.trec`.
-TREC_FORMATS = {"inputs.candidates": "trec_run", "inputs.judgments": "trec_qrels"}
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
 #: what a run id may hold: letters, digits and ``_.:-`` (so it can stand as a quoted SQL literal)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -67,9 +62,11 @@ def default_run_id(today: dt.date | None = None) -> str:
 
 
 _SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing", "judging")
-"""Sections a later stage parses into its spec (see the ``*_spec`` methods of :class:`JobConfig`)."""
+"""Sections parsed into their specs when the YAML is loaded (the typed fields of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "run_attempts", "comparison",
             "quarantine", "trend", "guardrails", "report_dir", "judging_plan", "judging_dir"}
+#: the outputs that are local folders, with their defaults (beside the job's relative paths)
+_FOLDERS = {"report_dir": "reports", "judging_dir": "judging"}
 
 
 def _top_level(data: Any) -> Mapping[str, Any]:
@@ -137,15 +134,20 @@ class Source:
             raise ContractError(path, "needs exactly one of path or table")
         if table is not None and (not isinstance(table, str) or not _TABLE_NAME.match(table)):
             raise ContractError(f"{path}.table", f"must be [catalog.][database.]table of identifiers, got {table!r}")
-        formats = FORMATS + ((TREC_FORMATS[path],) if path in TREC_FORMATS else ())
-        fmt = require_choice(data.get("format", "parquet"), formats, f"{path}.format")
-        if fmt.startswith("trec_") and table is not None:
+        fmt = require_choice(data.get("format", "parquet"), formats_for(path), f"{path}.format")
+        kind = format_named(fmt)
+        if table is not None and not kind.at_table:
             raise ContractError(f"{path}.format", f"{fmt} reads a file: give a path, not a table")
-        if fmt == "iceberg" and table is None:
-            raise ContractError(f"{path}.format", "iceberg tables live in a catalog: give a table, not a path")
+        if table is None and not kind.at_path:
+            raise ContractError(f"{path}.format", f"{fmt} tables live in a catalog: give a table, not a path")
         if src_path is not None:
             src_path = _resolve(require_text(src_path, f"{path}.path"), base)
         return cls(path=src_path, table=table, format=fmt)
+
+    @property
+    def kind(self) -> TableFormat:
+        """The format object (:mod:`ndcg_spark.storage.formats`) that reads and writes it."""
+        return format_named(self.format)
 
     @property
     def table_name(self) -> str | None:
@@ -155,11 +157,7 @@ class Source:
         >>> Source(path="/w/per_request", format="delta").table_name
         'delta.`/w/per_request`'
         """
-        if self.table is not None:
-            return self.table
-        if self.format == "delta":
-            return "delta.`" + self.path.replace("`", "``") + "`"
-        return None
+        return self.kind.table_name(self.table, self.path)
 
     def describe(self) -> str:
         return f"table {self.table}" if self.table else f"{self.format} {self.path}"
@@ -171,7 +169,7 @@ class Source:
         >>> Source(path="/w/per_request").beside("run_status"), Source(table="c.db.t", format="delta").beside("run_status")
         (Source(path='/w/run_status', table=None, format='parquet'), Source(path=None, table='c.db.run_status', format='delta'))
         """
-        fmt = self.format if self.format in TABLE_FORMATS else "parquet"
+        fmt = self.format if self.kind.versioned else "parquet"
         if self.table is not None:
             return Source(table=".".join([*self.table.split(".")[:-1], name]), format=fmt)
         return Source(path=f"{self.path.rstrip('/').rsplit('/', 1)[0]}/{name}", format=fmt)
@@ -185,17 +183,21 @@ def _resolve(p: str, base: Path | None) -> str:
 
 @dataclass(frozen=True)
 class AttributesConfig:
-    """The ``attributes:`` section: where request attributes come from, the weight and the slices."""
+    """The ``attributes:`` section: where request attributes come from (``source``; None: the
+    candidates' own columns) and what they are (:class:`~ndcg_spark.config.attributes.Attributes`
+    without its table: the weight, its default, the slices)."""
 
     source: Source | None = None
-    weight: str | None = None
-    default_weight: float | None = 1.0
-    slices: tuple[str, ...] = ()
+    spec: Attributes = field(default_factory=Attributes)
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        return self.spec.slices
 
     def of(self, table: Any) -> Attributes:
         """The :class:`~ndcg_spark.config.attributes.Attributes` of this section over ``table`` (the
         attributes input as read, or None)."""
-        return Attributes(table=table, weight=self.weight, default_weight=self.default_weight, slices=self.slices)
+        return replace(self.spec, table=table)
 
     @classmethod
     def parse(cls, value: Any, base: Path | None) -> AttributesConfig:
@@ -205,17 +207,17 @@ class AttributesConfig:
         if not isinstance(slices, list):
             raise ContractError("attributes.slices", f"must be a list of column names, got {slices!r}")
         weight = attrs.get("weight")
-        default_weight = attrs.get("default_weight", 1.0)
+        spec = Attributes()
+        default_weight = attrs.get("default_weight", spec.default_weight)
         if default_weight is not None and (
             isinstance(default_weight, bool) or not isinstance(default_weight, (int, float)) or default_weight < 0
         ):
             raise ContractError("attributes.default_weight", f"must be a non-negative number or null, got {default_weight!r}")
-        return cls(
-            source=source,
+        return cls(source=source, spec=Attributes(
             weight=None if weight is None else validate_identifier(weight, "attributes.weight"),
             default_weight=None if default_weight is None else float(default_weight),
             slices=tuple(validate_identifier(s, f"attributes.slices[{i}]") for i, s in enumerate(slices)),
-        )
+        ))
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,24 @@ class JobConfig:
     run_id: str | None = None
     spark: SparkConfig = field(default_factory=SparkConfig)
     source_file: str | None = None
-    extra: tuple[tuple[str, Any], ...] = ()
+    #: the folder relative paths start from (None: the working folder) and the file's ``version``
+    base: Path | None = None
+    version: int | None = None
+    #: the contract's preset name: a TREC file is read as its tool reads it (trailing fields)
+    preset: str | None = None
+    #: ``outputs:`` as written (tables parsed by :meth:`output`, folders by :meth:`output_folder`)
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    #: every section, parsed when the YAML is loaded (a typo anywhere fails at once, whatever the command)
+    validation_spec: ValidationSpec = field(default_factory=ValidationSpec)
+    aggregate: AggregateSpec = field(default_factory=AggregateSpec)
+    #: None: the job declares no ``compare:``
+    compare: CompareSpec | None = None
+    report: ReportSpec = field(default_factory=ReportSpec)
+    trend: TrendSpec = field(default_factory=TrendSpec)
+    judging: JudgingSpec = field(default_factory=JudgingSpec)
+    #: None: the job declares no ``guardrails:``
+    guardrails: GuardrailSpec | None = None
+    publishing_spec: PublishingSpec = field(default_factory=PublishingSpec)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> JobConfig:
@@ -294,7 +313,8 @@ class JobConfig:
         outputs = require_mapping(top.get("outputs"), "outputs", _OUTPUTS)
         spark = SparkConfig.parse(top.get("spark"), base)
         system, pool_version = (_optional_text(top, name) for name in ("system", "pool_version"))
-        return cls(
+        raw_contract = top.get("contract")
+        config = cls(
             contract=contract,
             candidates=Source.parse(inputs["candidates"], "inputs.candidates", base),
             judgments=Source.parse(inputs.get("judgments"), "inputs.judgments", base),
@@ -305,15 +325,37 @@ class JobConfig:
             run_id=None if top.get("run_id") is None else validate_run_id(str(top["run_id"])),
             spark=spark,
             source_file=source_file,
-            extra=tuple((k, top[k]) for k in _SECTIONS if k in top)
-            + (("outputs", dict(outputs)), ("base", str(base) if base else None), ("version", top.get("version")),
-               # the contract's preset name: a TREC file is read as its tool reads it (trailing fields)
-               ("preset", (top.get("contract") or {}).get("preset") if isinstance(top.get("contract"), dict) else None)),
+            base=base,
+            version=top.get("version"),
+            preset=raw_contract.get("preset") if isinstance(raw_contract, Mapping) else None,
+            outputs=MappingProxyType(dict(outputs)),
+            validation_spec=ValidationSpec.from_dict(top.get("validation")),
+            aggregate=AggregateSpec.from_dict(top.get("aggregate"), carried_slices=attributes.slices),
+            compare=None if top.get("compare") is None else CompareSpec.from_dict(top["compare"]),
+            report=ReportSpec.from_dict(top.get("report")),
+            trend=TrendSpec.from_dict(top.get("trend")),
+            judging=JudgingSpec.from_dict(top.get("judging")),
+            guardrails=None if top.get("guardrails") is None else GuardrailSpec.from_dict(top["guardrails"]),
+            publishing_spec=PublishingSpec.from_dict(top.get("publishing")),
         )
+        config._check_outputs()
+        return config
+
+    def _check_outputs(self) -> None:
+        """Every output the YAML names, checked with the rest: its tables, its folders, the
+        quarantine a rule needs, the guardrails' headline and their inputs."""
+        for name in sorted(_OUTPUTS - set(_FOLDERS)):
+            self.output(name)
+        for name in _FOLDERS:
+            self.output_folder(name)
+        self.validation()
+        if self.guardrails is not None:
+            self.guardrail_spec()
+            self.guardrail_sources(self.guardrails)
 
     def path_rule(self) -> str:
         """Where this job's relative paths start, as a path error says it."""
-        base, version = self.section("base"), self.section("version")
+        base, version = self.base, self.version
         if base is None:
             return "a relative path resolves against the working folder (the job was not read from a YAML file)"
         return f"{PATH_RULES.get(version, PATH_RULES[CONFIG_VERSION])}, {base}"
@@ -332,14 +374,10 @@ class JobConfig:
             if not Path(source.path).exists():
                 raise ContractError(f"{key}.path", f"no such file or folder: {source.path} ({self.path_rule()})")
 
-    def section(self, name: str) -> Any:
-        """A raw section that a later stage parses itself (``aggregate``, ``compare`` …)."""
-        return dict(self.extra).get(name)
-
     def trailing_fields(self) -> str:
         """How a TREC input's fields past its format read: ``ignore`` (as trec_eval does) under the
-        ``trec_eval`` preset, else ``refuse`` (:func:`~ndcg_spark.job.io.read_source`)."""
-        return "ignore" if self.section("preset") == "trec_eval" else "refuse"
+        ``trec_eval`` preset, else ``refuse`` (:func:`~ndcg_spark.storage.io.read_source`)."""
+        return "ignore" if self.preset == "trec_eval" else "refuse"
 
     def output(self, name: str) -> Source | None:
         """The output table ``outputs.<name>`` (a path resolved like every path, or a table), or None.
@@ -349,33 +387,31 @@ class JobConfig:
         ...                      "outputs": {"aggregate": {"path": "/w/aggregate"}}}).output("run_metadata")
         Source(path='/w/run_metadata', table=None, format='parquet')
         """
-        base = self.section("base")
-        source = Source.parse((self.section("outputs") or {}).get(name), f"outputs.{name}", Path(base) if base else None)
+        source = Source.parse(self.outputs.get(name), f"outputs.{name}", self.base)
         if source is None and name == "run_metadata" and self.output("aggregate") is not None:
             return self.output("aggregate").beside("run_metadata")
         return source
 
-    def output_folder(self, name: str, default: str) -> Path:
-        """The local folder ``outputs.<name>`` (a relative one resolved like every path), default
-        ``<default>`` resolved so: where the report's pages and the judges' files go.
+    def output_folder(self, name: str) -> Path:
+        """The local folder ``outputs.<name>`` (a relative one resolved like every path), by default
+        its :data:`_FOLDERS` name resolved so: where the report's pages and the judges' files go.
 
         >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"}, "outputs": {"report_dir": "r"}},
-        ...                     base=Path("/job")).output_folder("report_dir", "reports")
+        ...                     base=Path("/job")).output_folder("report_dir")
         PosixPath('/job/r')
         """
-        base = self.section("base")
-        value = (self.section("outputs") or {}).get(name, default)
+        value = self.outputs.get(name, _FOLDERS[name])
         if not isinstance(value, str) or not value or "://" in value:
             raise ContractError(f"outputs.{name}", f"must be a local folder path, got {value!r}")
         path = Path(value)
-        return path if path.is_absolute() or not base else (Path(base) / path).resolve()
+        return path if path.is_absolute() or self.base is None else (self.base / path).resolve()
 
     def writes_stage2(self) -> bool:
         """Whether ``run`` runs stage 2 too: the job has an aggregate table (``outputs.aggregate``)."""
-        return bool((self.section("outputs") or {}).get("aggregate"))
+        return bool(self.outputs.get("aggregate"))
 
     def run_status(self) -> Source:
-        """Where the run-status table lives (:mod:`ndcg_spark.job.publish`): ``outputs.run_status``, else
+        """Where the run-status table lives (:mod:`ndcg_spark.publishing.status`): ``outputs.run_status``, else
         beside the per-request table (``<folder>/run_status`` for a path, ``<database>.run_status``
         for a table), in its format when that is Delta or Iceberg (so that the status row's commit
         is the format's too), else Parquet.
@@ -395,7 +431,7 @@ class JobConfig:
         return self.per_request.beside("run_status")
 
     def run_attempts(self) -> Source:
-        """Where the run-attempts table lives (:mod:`ndcg_spark.job.attempts`): ``outputs.run_attempts``,
+        """Where the run-attempts table lives (:mod:`ndcg_spark.publishing.attempts`): ``outputs.run_attempts``,
         else beside the run-status table (``<folder>/run_attempts`` for a path, ``<database>.run_attempts``
         for a table).
 
@@ -409,13 +445,13 @@ class JobConfig:
     def publishing(self) -> PublishingSpec:
         """The ``publishing:`` section as a :class:`~ndcg_spark.config.publishing_spec.PublishingSpec`:
         how long a ``running`` attempt holds its run without a heartbeat before another attempt may
-        take it over, and how often it rewrites that heartbeat (:mod:`ndcg_spark.job.lease`).
+        take it over, and how often it rewrites that heartbeat (:mod:`ndcg_spark.publishing.lease`).
 
         >>> JobConfig.from_dict({"version": 1, "inputs": {"candidates": "c"},
         ...                      "publishing": {"stale_after_minutes": 15}}).publishing().stale_after
         datetime.timedelta(seconds=900)
         """
-        return PublishingSpec.from_dict(self.section("publishing"))
+        return self.publishing_spec
 
     def validation(self) -> tuple[ValidationSpec, Source | None]:
         """The ``validation:`` section as a :class:`~ndcg_spark.config.validation_spec.ValidationSpec`,
@@ -423,10 +459,7 @@ class JobConfig:
 
         A rule handled by quarantine needs ``outputs.quarantine``; this fails before any data is read.
         """
-        spec = ValidationSpec.from_dict(self.section("validation"))
-        outputs = self.section("outputs") or {}
-        base = self.section("base")
-        target = Source.parse(outputs.get("quarantine"), "outputs.quarantine", Path(base) if base else None)
+        spec, target = self.validation_spec, self.output("quarantine")
         if spec.quarantines and target is None:
             raise ContractError(
                 "outputs.quarantine",
@@ -438,38 +471,36 @@ class JobConfig:
     def aggregate_spec(self) -> AggregateSpec:
         """The ``aggregate:`` section as an :class:`~ndcg_spark.config.aggregate_spec.AggregateSpec`
         (its default slices, and the slices it may name: ``attributes.slices``)."""
-        return AggregateSpec.from_dict(self.section("aggregate"), carried_slices=self.attributes.slices)
+        return self.aggregate
 
     def compare_spec(self) -> CompareSpec:
-        """The ``compare:`` section as a :class:`~ndcg_spark.config.compare_spec.CompareSpec`."""
-        return CompareSpec.from_dict(self.section("compare"))
+        """The ``compare:`` section as a :class:`~ndcg_spark.config.compare_spec.CompareSpec` (an error
+        naming it when the job declares none)."""
+        return self.compare if self.compare is not None else CompareSpec.from_dict(None)
 
     def report_spec(self) -> ReportSpec:
         """The ``report:`` section as a :class:`~ndcg_spark.config.report_spec.ReportSpec`."""
-        return ReportSpec.from_dict(self.section("report"))
+        return self.report
 
     def trend_spec(self) -> TrendSpec:
         """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
-        return TrendSpec.from_dict(self.section("trend"))
+        return self.trend
 
     def judging_spec(self) -> JudgingSpec:
         """The ``judging:`` section as a :class:`~ndcg_spark.config.judging_spec.JudgingSpec`."""
-        return JudgingSpec.from_dict(self.section("judging"))
+        return self.judging
 
     def guardrail_spec(self) -> GuardrailSpec | None:
         """The ``guardrails:`` section as a :class:`~ndcg_spark.config.guardrail_spec.GuardrailSpec`, or
         None when the job declares no guardrails."""
-        section = self.section("guardrails")
-        if section is None:
+        spec = self.guardrails
+        if spec is None:
             return None
-        spec = GuardrailSpec.from_dict(section)
         spec.headline(self.contract)  # a headline the contract does not score: refused before any work
         return spec
 
     def guardrail_sources(self, spec: GuardrailSpec) -> tuple[Source | None, Source | None]:
         """Where the release's outcomes (``guardrails.release.outcomes``) and the documents table
         (``guardrails.documents``) are, resolved like every path."""
-        base = self.section("base")
-        base_path = Path(base) if base else None
-        return (Source.parse(spec.sources.get("outcomes"), "guardrails.release.outcomes", base_path),
-                Source.parse(spec.sources.get("documents"), "guardrails.documents", base_path))
+        return (Source.parse(spec.sources.get("outcomes"), "guardrails.release.outcomes", self.base),
+                Source.parse(spec.sources.get("documents"), "guardrails.documents", self.base))

@@ -1,7 +1,7 @@
 """A heartbeat on a timer: a background thread that calls ``beat`` every ``every`` seconds while
 the run's stages run in the main thread, independent of step boundaries.
 
-The thread only calls what it is given (:meth:`ndcg_spark.job.lease.Lease.beat`, which holds the
+The thread only calls what it is given (:meth:`ndcg_spark.publishing.lease.Lease.beat`, which holds the
 lease's lock around its read and write): a beat that fails is logged and tried again at the next
 one (a storage hiccup is not a lost run); a beat that finds the run taken over
 (:class:`~ndcg_spark.errors.LeaseLost`) hands the error and the thread to ``on_lost(lost, stop)``,

@@ -1,6 +1,6 @@
 """Every attempt at a run on the record: the run-attempts table.
 
-Beside the run-status table's one row per run (the lease, :mod:`ndcg_spark.job.lease`), every
+Beside the run-status table's one row per run (the lease, :mod:`ndcg_spark.publishing.lease`), every
 attempt that held a run keeps a row of its own here: its id, host, process id, Spark application,
 start and end, how it ended (``outcome``) and why, and the last step it reached. The table is
 partitioned by ``run_id`` and ``attempt_id``; an attempt writes only its own partition (when it
@@ -34,9 +34,9 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.schemas import RUN_ATTEMPTS
 from ndcg_spark.errors import missing_file
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.io import read_written, write_run_partitioned
-from ndcg_spark.job.session import application_id
+from ndcg_spark.config.job import Source
+from ndcg_spark.storage.io import read_written, write_run_partitioned
+from ndcg_spark.compat import application_id
 from ndcg_spark.version import __version__
 
 __all__ = ["OUTCOMES", "RUN_ATTEMPTS_SCHEMA", "Attempt", "AttemptRecord", "attempt_row", "process_gone",

@@ -1,9 +1,9 @@
 """Run attempts and their lease: one night, one writer, and a night a scheduler can retry.
 
 Every invocation of a command that writes a run's stages (``score``, ``run``, ``aggregate``) is an
-*attempt*, with its own id. The run's row in the run-status table (:mod:`ndcg_spark.job.publish`;
+*attempt*, with its own id. The run's row in the run-status table (:mod:`ndcg_spark.publishing.status`;
 one row per run id, in the run's own partition) is its lease; the attempt's own row in the
-run-attempts table (:mod:`ndcg_spark.job.attempts`) is its record.
+run-attempts table (:mod:`ndcg_spark.publishing.attempts`) is its record.
 
 - :func:`acquire` reads the row first. It says ``running`` for another attempt: that attempt is
   taken over when its last heartbeat (its own row's ``updated_at``) is older than ``stale_after``,
@@ -15,7 +15,7 @@ run-attempts table (:mod:`ndcg_spark.job.attempts`) is its record.
   status row back: another attempt's id there means two attempts passed the check together and
   the other wrote later, so this one stops before writing any data
   (:class:`~ndcg_spark.errors.LeaseLost`).
-- :meth:`Lease.start_heartbeat`: a background thread (:mod:`ndcg_spark.job.heartbeat`) checks the
+- :meth:`Lease.start_heartbeat`: a background thread (:mod:`ndcg_spark.publishing.heartbeat`) checks the
   status row and rewrites the attempt's own row (a new ``updated_at``: the heartbeat) every
   ``heartbeat`` while the stages run, and when the attempt reaches a step; the status row, which
   readers join, stays as it is. A beat that finds the run taken over cancels the attempt's Spark
@@ -49,14 +49,14 @@ from pyspark.sql import SparkSession
 
 from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.errors import Interrupted, LeaseLost, OutputChanged, missing_file, one_paragraph
-from ndcg_spark.job import attempts as record
-from ndcg_spark.job.attempts import Attempt, AttemptRecord
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.heartbeat import Heartbeat
-from ndcg_spark.job.holder import last_beat, wait_until_free
-from ndcg_spark.job.publish import COMPLETE, FAILED, RUNNING, describe_attempt, mark_run, status_row, when
-from ndcg_spark.job.session import cancel_until, scheduler_pool, step_tags, tagged
-from ndcg_spark.job.steps import step
+from ndcg_spark.publishing import attempts as record
+from ndcg_spark.publishing.attempts import Attempt, AttemptRecord
+from ndcg_spark.config.job import Source
+from ndcg_spark.publishing.heartbeat import Heartbeat
+from ndcg_spark.publishing.holder import last_beat, wait_until_free
+from ndcg_spark.publishing.status import COMPLETE, FAILED, RUNNING, describe_attempt, mark_run, status_row, when
+from ndcg_spark.publishing.tags import cancel_until, scheduler_pool, step_tags, tagged
+from ndcg_spark.publishing.steps import step
 
 __all__ = ["Lease", "acquire", "publishing"]
 
@@ -214,7 +214,7 @@ class Lease:
         run-status row, which dashboards read, is left alone -- unless there is no run-attempts
         table, when ``running`` is rewritten instead. Its jobs carry ``ndcg-spark:<run_id>:heartbeat``
         only, so cancelling the run's jobs (its run tag) leaves it be, and go to a fair-scheduler
-        pool of their own (:func:`~ndcg_spark.job.session.scheduler_pool`)."""
+        pool of their own (:func:`~ndcg_spark.publishing.tags.scheduler_pool`)."""
         run_id = self.attempt.run_id
         with self._lock, tagged(self.spark, step_tags(run_id, HEARTBEAT)[1]), scheduler_pool(self.spark, HEARTBEAT):
             if self._closed:

@@ -7,7 +7,7 @@ DataFrame reader and writer, the catalog and parameterized SQL -- no JVM handle 
 has none) -- so paths are resolved where Spark runs (the Connect server, the cluster).
 
 Tables -- catalog tables in any format, and Delta tables by path -- are written by
-:mod:`ndcg_spark.job.tables`: created on the first night, a run's partitions replaced in one commit
+:mod:`ndcg_spark.storage.tables`: created on the first night, a run's partitions replaced in one commit
 of Delta or Iceberg, additive column changes applied to the table and others refused.
 """
 
@@ -21,9 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.errors import InputError
-from ndcg_spark.formats.trec import read_trec_qrels, read_trec_run
-from ndcg_spark.job.config import Source
-from ndcg_spark.job.tables import clear_table_run, fresh, partition_spec, table_exists, write_table
+from ndcg_spark.config.job import Source
+from ndcg_spark.storage.tables import clear_table_run, fresh, partition_spec, table_exists, write_table
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +39,8 @@ def read_source(spark: SparkSession, source: Source, role: str, *, trailing_fiel
     try:
         if source.table_name is not None:
             df = spark.read.table(source.table_name)
-        elif source.format == "trec_run":
-            df = read_trec_run(spark, source.path, keep_malformed=True, trailing_fields=trailing_fields)
-        elif source.format == "trec_qrels":
-            df = read_trec_qrels(spark, source.path, keep_malformed=True, trailing_fields=trailing_fields)
-        elif source.format == "csv":
-            df = spark.read.option("header", True).option("inferSchema", True).csv(source.path)
         else:
-            df = spark.read.parquet(source.path)
+            df = source.kind.read_path(spark, source.path, trailing_fields=trailing_fields)
         df.schema  # noqa: B018 - forces the analysis (a Connect session is lazy about it)
     except AnalysisException as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -60,19 +53,12 @@ def write_run_partitioned(df: DataFrame, target: Source, partition_by: tuple[str
 
     A path target is written as a partitioned dataset in ``target.format``; a table target (a
     catalog table, a Delta path) is created on first use and afterwards filled under dynamic
-    partition overwrite (:func:`~ndcg_spark.job.tables.write_table`).
+    partition overwrite (:func:`~ndcg_spark.storage.tables.write_table`).
     """
     if target.table_name is not None:
         write_table(df, target, partition_by)
         return
-    (
-        df.write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy(*partition_by)
-        .format(target.format)
-        .option("header", True)
-        .save(target.path)
-    )
+    target.kind.write_path(df, target.path, partition_by)
 
 
 def read_run(spark: SparkSession, target: Source, run_id: str | None = None, *, merge_schema: bool = False) -> DataFrame:
@@ -102,8 +88,7 @@ def read_written(
 
 def _load_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame:
     """A path table as Spark loads it (``run_id`` its partition column; the schema inferred: a job)."""
-    reader = spark.read.option("basePath", target.path).option("mergeSchema", merge_schema)
-    return reader.option("header", True).format(target.format).load(target.path)
+    return target.kind.load_written(spark, target.path, merge_schema)
 
 
 def _load_written_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame | None:
@@ -131,7 +116,7 @@ def clear_run(spark: SparkSession, target: Source, run_id: str) -> None:
     for a run (the quarantine table) is cleared first: re-running a night that had quarantined
     rows on clean input must not leave the old rows behind. A path table gets a static
     partition overwrite of zero rows (the run's folder goes, nothing else is touched); a table
-    :func:`~ndcg_spark.job.tables.clear_table_run` (a Parquet/CSV partition dropped, a Delta or
+    :func:`~ndcg_spark.storage.tables.clear_table_run` (a Parquet/CSV partition dropped, a Delta or
     Iceberg overwrite of the run's rows with none: one commit).
     """
     if target.table_name is not None:

@@ -20,7 +20,7 @@ version's), and files only while their fingerprint is unchanged; otherwise
 :class:`~ndcg_spark.errors.ReplayRefused`, before anything is written.
 
 The statements that take no parameter here (Delta's ``DESCRIBE HISTORY``, ``VERSION AS OF``) get
-the table's name checked and quoted (:func:`~ndcg_spark.job.tables.quoted_name`) and the version as
+the table's name checked and quoted (:func:`~ndcg_spark.storage.tables.quoted_name`) and the version as
 the integer it was recorded as.
 """
 
@@ -37,9 +37,10 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.compat import parameterized_sql
 from ndcg_spark.errors import ContractError, InputError, ReplayRefused, describe_spark_error
-from ndcg_spark.job.config import TABLE_FORMATS, JobConfig, Source
-from ndcg_spark.job.io import read_source, read_written
-from ndcg_spark.job.tables import current_version, quoted_name
+from ndcg_spark.config.job import JobConfig, Source
+from ndcg_spark.storage.formats import format_named, versioned_names
+from ndcg_spark.storage.io import read_source, read_written
+from ndcg_spark.storage.tables import current_version, quoted_name
 
 __all__ = ["InputRead", "Replay", "changes_since", "read_input", "read_recorded", "recorded_inputs", "replay_plan"]
 
@@ -76,23 +77,23 @@ class InputRead:
 
     @property
     def versioned(self) -> bool:
-        return self.format in TABLE_FORMATS
+        return self.format in versioned_names()
 
     def origin(self) -> Source:
-        """The input's :class:`~ndcg_spark.job.config.Source`, to read it again."""
+        """The input's :class:`~ndcg_spark.config.job.Source`, to read it again."""
         return Source(path=self.path, table=self.table, format=self.format if self.path or self.versioned else "parquet")
 
     def state(self) -> str:
         """What was read, in words: ``delta version 3``, ``iceberg snapshot 4410…``, ``12 files, 3,456 bytes, fingerprint …``."""
         if self.versioned:
-            kind = "version" if self.format == "delta" else "snapshot"
+            kind = format_named(self.format).version_word
             return f"{self.format} {kind} {self.version}" if self.version is not None else f"{self.format}, no commit yet"
         return f"{self.files} files, {self.bytes:,} bytes, fingerprint {self.fingerprint}"
 
 
 def read_input(spark: SparkSession, source: Source, role: str, trailing_fields: str = "refuse"
                ) -> tuple[DataFrame, InputRead]:
-    """Read an input for a run (as :func:`~ndcg_spark.job.io.read_source`), pinned to what is
+    """Read an input for a run (as :func:`~ndcg_spark.storage.io.read_source`), pinned to what is
     recorded: a Delta or Iceberg table at its current version, else the files listed once."""
     df = read_source(spark, source, role, trailing_fields=trailing_fields)
     fmt = versioned_format(spark, source)
@@ -220,13 +221,13 @@ def _present_state(spark: SparkSession, read: InputRead) -> str:
 def versioned_format(spark: SparkSession, source: Source) -> str | None:
     """``delta`` or ``iceberg`` when ``source`` is such a table -- declared, or a catalog table whose
     provider is one -- else None."""
-    if source.format in TABLE_FORMATS:
+    if source.kind.versioned:
         return source.format
     if source.table is None:
         return None
     rows = parameterized_sql(spark, "DESCRIBE TABLE EXTENDED IDENTIFIER(:table)", {"table": source.table}).collect()
     provider = next((str(r[1]).strip().lower() for r in rows if str(r[0]).strip() == "Provider"), None)
-    return provider if provider in TABLE_FORMATS else None
+    return provider if provider in versioned_names() else None
 
 
 def listing(spark: SparkSession, df: DataFrame) -> tuple[str, int, int]:
@@ -244,7 +245,7 @@ def listing(spark: SparkSession, df: DataFrame) -> tuple[str, int, int]:
 
 def _at_version(spark: SparkSession, read: InputRead) -> DataFrame:
     """The versioned table of ``read`` as of its version (both formats, Spark 3.5 and 4.x alike)."""
-    return spark.sql(f"SELECT * FROM {quoted_name(read.origin())} VERSION AS OF {int(read.version)}")
+    return format_named(read.format).at_version(spark, quoted_name(read.origin()), read.version)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -2,12 +2,12 @@
 
 Under :func:`ending_on_signals` (the console script's main thread), SIGTERM, SIGINT and SIGHUP
 raise :class:`~ndcg_spark.errors.Interrupted` where the main thread is, also inside a call into
-Spark; the publishing bracket (:func:`ndcg_spark.job.lease.publishing`) records the attempt
+Spark; the publishing bracket (:func:`ndcg_spark.publishing.lease.publishing`) records the attempt
 ``failed`` with ``terminated by SIGTERM`` and the command exits with 128 + the signal's number.
 When the signal arrives, the handler also
 
 - closes the main thread's Py4J connection, whose interrupted command the JVM answers later
-  (:func:`~ndcg_spark.job.session.drop_interrupted_call`), and
+  (:func:`~ndcg_spark.publishing.tags.drop_interrupted_call`), and
 - cancels the run's Spark jobs (its run tag) from another thread, again every quarter of a second
   until the command ends: a job the interrupted call had not started yet starts later;
 - starts a watchdog: the process exits with 128 + the signal's number :data:`GRACE_SECONDS`
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from ndcg_spark.errors import Interrupted
-from ndcg_spark.job.session import cancel_until, drop_interrupted_call
+from ndcg_spark.publishing.tags import cancel_until, drop_interrupted_call
 
 __all__ = ["GRACE_SECONDS", "SIGNALS", "Ending", "ending_on_signals"]
 
