@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
     from ndcg_spark import JobConfig, guardrail_table
-    from ndcg_spark.job.io import read_source
+    from ndcg_spark.storage.io import read_source
 
     config = JobConfig.from_yaml(args.config)
     spark = (SparkSession.builder.master(config.spark.master).appName("guardrails-bench")

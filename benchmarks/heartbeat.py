@@ -5,7 +5,7 @@ row and a one-row write), with the cores idle and with a stage keeping them busy
     .venv/bin/python benchmarks/heartbeat.py --conf spark.scheduler.mode=FIFO   # Spark's default scheduling
 
 In one ``local[2]`` session (Spark's defaults, 2 shuffle partitions), a run-status path table in a temporary
-folder: the publishing bracket (:func:`ndcg_spark.job.lease.publishing`) around a block that
+folder: the publishing bracket (:func:`ndcg_spark.publishing.lease.publishing`) around a block that
 (``idle``) sleeps, then (``busy``) runs Spark jobs of many short tasks back to back for as long, as
 a stage does. Each beat logs its time (the lease's debug line); the figures are their count per
 minute and their mean and longest time. A beat's one-task jobs wait for a free core: in the fair
@@ -45,11 +45,11 @@ class _Beats(logging.Handler):
 def _measure(spark, status, spec, seconds: float, busy: bool) -> tuple[list[float], float]:
     from pyspark.sql import functions as F
 
-    from ndcg_spark.job.lease import publishing
-    from ndcg_spark.job.steps import step
+    from ndcg_spark.publishing.lease import publishing
+    from ndcg_spark.publishing.steps import step
 
     beats = _Beats()
-    logger = logging.getLogger("ndcg_spark.job.lease")
+    logger = logging.getLogger("ndcg_spark.publishing.lease")
     logger.addHandler(beats)
     logger.setLevel(logging.DEBUG)
     run_id = f"bench-{'busy' if busy else 'idle'}"
@@ -77,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ndcg_spark.config.publishing_spec import PublishingSpec
-    from ndcg_spark.job.config import Source
+    from ndcg_spark.config.job import Source
     from ndcg_spark.job.session import build_session
 
     conf = dict(setting.split("=", 1) for setting in args.conf)

@@ -70,7 +70,7 @@ def timed(spark, work) -> dict:
 def night(spark, args) -> dict:
     """The data set's inputs (lazy reads of Parquet), their row count, the contract, the spec and the attributes."""
     from ndcg_spark import Attributes, Contract, JobConfig, JudgingSpec
-    from ndcg_spark.job.io import read_source
+    from ndcg_spark.storage.io import read_source
 
     if args.data == "sample":
         config = JobConfig.from_yaml(args.config)
