@@ -28,14 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from ndcg_spark.config.schemas import RUN_ATTEMPTS
 from ndcg_spark.errors import missing_file
 from ndcg_spark.config.job import Source
-from ndcg_spark.storage.io import read_written, write_run_partitioned
+from ndcg_spark.storage.io import read_with_schema, read_written, write_run_partitioned
 from ndcg_spark.compat import application_id
 from ndcg_spark.version import __version__
 
@@ -134,7 +132,7 @@ def run_attempts(spark: SparkSession, target: Source, run_id: str | None = None)
         df = read_attempts(spark, target, run_id)
         return [] if df is None else df.collect()
 
-    found = [_complete(r.asDict()) for r in read_again_if_rewritten(read)]
+    found = [complete_row(r.asDict(), _COLUMNS) for r in read_again_if_rewritten(read)]
     return sorted(found, key=lambda r: (r["started_at"] or _EPOCH, r["attempt_id"] or ""))
 
 
@@ -144,13 +142,7 @@ def read_attempts(spark: SparkSession, target: Source, run_id: str | None = None
     written as (an attempt id of 12 digits is no number) and no job infers it."""
     if target.table_name is not None:
         return read_written(spark, target, run_id, merge_schema=True)
-    reader = spark.read.schema(RUN_ATTEMPTS_SCHEMA).option("basePath", target.path).option("header", True)
-    try:
-        df = reader.format(target.format).load(target.path)
-        df.schema  # noqa: B018 - lists the folder where Spark runs (a Connect session is lazy about it)
-    except AnalysisException:
-        return None
-    return df if run_id is None else df.filter(F.col("run_id") == F.lit(run_id))
+    return read_with_schema(spark, target, RUN_ATTEMPTS_SCHEMA, run_id)
 
 
 def attempt_row(spark: SparkSession, target: Source, run_id: str, attempt_id: str) -> dict[str, Any] | None:
@@ -195,9 +187,10 @@ def process_gone(host: str | None, pid: int | None) -> bool:
 _EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
-def _complete(row: dict[str, Any]) -> dict[str, Any]:
-    """A collected row with every column (those an older table lacks are None), timestamps aware UTC."""
-    out = {name: row.get(name) for name in _COLUMNS}
+def complete_row(row: dict[str, Any], columns) -> dict[str, Any]:
+    """A collected row of the run-status or run-attempts table with every one of its ``columns``
+    (those an older table lacks are None), its timestamps aware, in UTC."""
+    out = {name: row.get(name) for name in columns}
     for name in ("started_at", "ended_at", "updated_at"):
         out[name] = utc(out[name])
     return out

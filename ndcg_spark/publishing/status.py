@@ -31,15 +31,14 @@ import datetime as dt
 import time
 from typing import Any
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ndcg_spark.config.schemas import RUN_STATUS
-from ndcg_spark.errors import CommitConflict, InputError, LeaseLost
-from ndcg_spark.publishing.attempts import Attempt, read_again_if_rewritten, utc
+from ndcg_spark.errors import CommitConflict, LeaseLost
+from ndcg_spark.publishing.attempts import Attempt, complete_row, read_again_if_rewritten
 from ndcg_spark.config.job import Source
-from ndcg_spark.storage.io import read_run, read_written, write_run_partitioned
+from ndcg_spark.storage.io import read_run, read_run_folder, read_written, write_run_partitioned
 from ndcg_spark.version import __version__
 
 RUNNING = "running"
@@ -114,7 +113,7 @@ def status_row(spark: SparkSession, status: Source, run_id: str) -> dict[str, An
         rows = read_again_if_rewritten(lambda: _read_row(spark, status, run_id))
     if not rows:
         return None
-    found = [_complete({**r.asDict(), "run_id": run_id}) for r in rows]
+    found = [complete_row({**r.asDict(), "run_id": run_id}, STATUS_COLUMNS) for r in rows]
     return max(found, key=lambda r: r["updated_at"] or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
 
 
@@ -124,20 +123,7 @@ def _read_row(spark: SparkSession, status: Source, run_id: str) -> list:
     if status.table_name is not None:
         rows = read_written(spark, status, run_id)
         return [] if rows is None else rows.collect()
-    folder = f"{status.path.rstrip('/')}/run_id={run_id}"
-    try:
-        return spark.read.option("header", True).format(status.format).load(folder).collect()
-    except AnalysisException as exc:
-        if any(word in str(exc) for word in ("PATH_NOT_FOUND", "does not exist", "UNABLE_TO_INFER_SCHEMA")):
-            return []
-        raise
-
-
-def _complete(row: dict[str, Any]) -> dict[str, Any]:
-    out = {name: row.get(name) for name in STATUS_COLUMNS}
-    for name in ("updated_at", "started_at", "ended_at"):
-        out[name] = utc(out[name])
-    return out
+    return read_run_folder(spark, status, run_id)
 
 
 def recent_runs(spark: SparkSession, status: Source, *, last: int = 10, only: str | None = None) -> list[dict[str, Any]]:
@@ -149,7 +135,7 @@ def recent_runs(spark: SparkSession, status: Source, *, last: int = 10, only: st
     if only is not None:
         df = df.filter(F.col("status") == F.lit(only))
     rows = df.orderBy(F.col("updated_at").desc_nulls_last(), "run_id").limit(last).collect()
-    return [_complete(r.asDict()) for r in rows]
+    return [complete_row(r.asDict(), STATUS_COLUMNS) for r in rows]
 
 
 def when(value: dt.datetime | None) -> str:

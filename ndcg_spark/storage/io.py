@@ -86,6 +86,30 @@ def read_written(
     return None if table is None else _of_run(table, run_id, cast=True)
 
 
+def read_run_folder(spark: SparkSession, target: Source, run_id: str) -> list:
+    """The rows of a path table's ``run_id=…`` folder alone (no other run's file is listed, and its
+    own file's columns are the rows'), collected; [] when the run has none."""
+    folder = f"{target.path.rstrip('/')}/run_id={run_id}"
+    try:
+        return target.kind.load_written(spark, folder, False).collect()
+    except AnalysisException as exc:
+        if any(word in str(exc) for word in ("PATH_NOT_FOUND", "does not exist", "UNABLE_TO_INFER_SCHEMA")):
+            return []
+        raise
+
+
+def read_with_schema(spark: SparkSession, target: Source, schema, run_id: str | None = None) -> DataFrame | None:
+    """A path table read with its ``schema`` given -- its partition values stay the strings they were
+    written as, and no job infers it -- or None when nothing was written there."""
+    try:
+        df = spark.read.schema(schema).option("basePath", target.path).option("header", True).format(
+            target.format).load(target.path)
+        df.schema  # noqa: B018 - lists the folder where Spark runs (a Connect session is lazy about it)
+    except AnalysisException:
+        return None
+    return _of_run(df, run_id)
+
+
 def _load_path(spark: SparkSession, target: Source, merge_schema: bool = False) -> DataFrame:
     """A path table as Spark loads it (``run_id`` its partition column; the schema inferred: a job)."""
     return target.kind.load_written(spark, target.path, merge_schema)
