@@ -164,6 +164,8 @@ def test_a_plan_it_cannot_make_is_refused_naming_the_setting(job, tmp_path, chan
     config.parent.mkdir()
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     status, out, err = _judge_next(config, "--run-id", run_id, *args)
-    assert status == 2 and err.startswith("ndcg-spark judge-next: failed.\n"), err
+    # the one paragraph, after nothing but the version-1 file's warning about its relative paths
+    before, failed, _ = err.partition("ndcg-spark judge-next: failed.\n")
+    assert status == 2 and failed and (not before or "version 1 resolves a relative path" in before), err
     assert named in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()  # nothing written
