@@ -282,9 +282,8 @@ def test_validation_section_errors_name_the_dotted_path():
 
 def test_quarantine_handling_needs_an_output(tmp_path):
     base = {"version": 1, "inputs": {"candidates": "c"}, "outputs": {"per_request": "p"}}
-    config = JobConfig.from_dict({**base, "validation": {"rules": {"doc_repeated": "quarantine"}}}, base=tmp_path)
-    with pytest.raises(ContractError, match=r"outputs\.quarantine: is required .*doc_repeated"):
-        config.validation()
+    with pytest.raises(ContractError, match=r"outputs\.quarantine: is required .*doc_repeated"):  # when loaded
+        JobConfig.from_dict({**base, "validation": {"rules": {"doc_repeated": "quarantine"}}}, base=tmp_path)
     config = JobConfig.from_dict(
         {**base, "validation": {"default": "quarantine"}, "outputs": {"per_request": "p", "quarantine": {"path": "q"}}},
         base=tmp_path,
@@ -292,7 +291,7 @@ def test_quarantine_handling_needs_an_output(tmp_path):
     spec, target = config.validation()
     assert spec.quarantines and target.path == str(tmp_path / "q")
     with pytest.raises(ContractError, match=r"outputs\.quarantine\.table"):
-        JobConfig.from_dict({**base, "outputs": {"per_request": "p", "quarantine": {"table": "x; DROP"}}}).validation()
+        JobConfig.from_dict({**base, "outputs": {"per_request": "p", "quarantine": {"table": "x; DROP"}}})
 
 
 def test_share_above_the_maximum_fails_anyway(spark):
