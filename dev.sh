@@ -62,7 +62,7 @@ shift || true
 # the suite on NDCG_TEST_WORKERS pytest-xdist workers, each module's tests on one worker, the longest
 # modules first (conftest.py); -n 0 after the command runs it in one process. Default 3 for the whole
 # suite (much of it waits on child JVMs: a third worker fills the waits), 2 for the fast lane (all
-# Spark in the workers' own JVMs: one per core). Measured: docs/benchmarks.md "The test suite".
+# Spark in the workers' own JVMs: one per core). Measured: docs/benchmarks.md "The test suite and CI".
 parallel() { echo "-n ${NDCG_TEST_WORKERS:-$1} --dist loadfile --no-loadscope-reorder"; }
 if [ "$cmd" != test-connect ]; then
   setup .venv test

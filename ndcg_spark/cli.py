@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import datetime as dt
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -241,8 +242,10 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
         return _judge_next(args, config, run_id, master_from_config, ending)
     if args.command == "show":
         return _show(args, config, run_id, master_from_config, ending)
-    if args.command in ("score", "run") and master_from_config:
-        config.check_local_inputs()  # before Spark starts: a mistyped path costs a second, not a JVM's start
+    if args.command in ("score", "run") and master_from_config and not os.environ.get("SPARK_REMOTE"):
+        # before Spark starts: a mistyped path costs a second, not a JVM's start (a Spark Connect
+        # session's paths are its server's: read there)
+        config.check_local_inputs()
     spark = _session(config, f"ndcg-spark {args.command} {run_id}", master_from_config, ending)
     ending.attach(spark, step_tags(run_id, args.command)[0])  # a signal cancels the run's jobs
     wait = getattr(args, "wait", None)
