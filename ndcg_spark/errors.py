@@ -141,7 +141,7 @@ def missing_file(exc: BaseException) -> str | None:
     >>> missing_file(ValueError("bad grade")) is None
     True
     """
-    for cause in _chain(exc):
+    for cause in causes(exc):
         if isinstance(cause, FileVanished):
             return cause.path
         found = _found(cause, _MISSING_FILE)
@@ -150,7 +150,7 @@ def missing_file(exc: BaseException) -> str | None:
     return None
 
 
-def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+def causes(exc: BaseException | None) -> Iterator[BaseException]:
     """``exc`` and its causes (``__cause__``, else ``__context__``), each once."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
@@ -167,29 +167,6 @@ def _found(exc: BaseException, patterns) -> str | None:
             found = pattern.search(text)
             if found:
                 return found.group(1)
-    return None
-
-
-def commit_conflict(exc: BaseException, table_format=None) -> str | None:
-    """The name of the concurrent-commit failure behind ``exc`` (or one of its causes), as
-    ``table_format`` (a :class:`~ndcg_spark.storage.formats.TableFormat`; None: any format) reports
-    one, or None when ``exc`` is about something else.
-
-    >>> commit_conflict(RuntimeError("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND] ..."))
-    'ConcurrentAppendException'
-    >>> commit_conflict(RuntimeError("org.apache.iceberg.exceptions.CommitFailedException: Cannot commit"))
-    'CommitFailedException'
-    >>> commit_conflict(ValueError("bad grade")) is None
-    True
-    """
-    from ndcg_spark.storage.formats import FORMATS  # a leaf module: the formats say what a lost commit is
-
-    formats = FORMATS.values() if table_format is None else (table_format,)
-    for cause in _chain(exc):
-        for text in (str(cause), describe_spark_error(cause) or ""):
-            found = next((name for f in formats if (name := f.conflict(text))), None)
-            if found:
-                return found
     return None
 
 

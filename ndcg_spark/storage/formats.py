@@ -18,9 +18,9 @@ docs/operations.md and an entry in the format lane (``tests/lakehouse.py``). The
 (:class:`~ndcg_spark.config.job.Source`: which names exist, which need a table or a path),
 :mod:`~ndcg_spark.storage.tables` (create, write and clear a night), :mod:`~ndcg_spark.storage.io`
 (read a path, write a path table), :mod:`~ndcg_spark.storage.lineage` (versions) and
-:func:`~ndcg_spark.errors.commit_conflict` all ask the format, never its name.
+:func:`~ndcg_spark.storage.tables.commit_conflict` all ask the format, never its name.
 
-This module is a leaf (the config reads it, as the errors do): pyspark and the rest of the package
+This module is a leaf (the config reads it): pyspark and the rest of the package
 are imported inside the methods that use them.
 
 >>> format_named("delta").versioned, format_named("parquet").versioned

@@ -41,10 +41,10 @@ from pyspark.sql.types import StructField, StructType
 from ndcg_spark.comparison.columns import COMPARISON_RENAMED
 from ndcg_spark.compat import parameterized_sql
 from ndcg_spark.config.job import RUN_ID_PATTERN, Source
-from ndcg_spark.errors import CommitConflict, InputError, commit_conflict, describe_spark_error
-from ndcg_spark.storage.formats import format_named
+from ndcg_spark.errors import CommitConflict, InputError, causes, describe_spark_error
+from ndcg_spark.storage.formats import FORMATS, TableFormat, format_named
 
-__all__ = ["SchemaChange", "clear_table_run", "current_version", "fresh", "partition_spec", "quoted_name",
+__all__ = ["SchemaChange", "clear_table_run", "commit_conflict", "current_version", "fresh", "partition_spec", "quoted_name",
            "schema_change", "table_exists", "write_table"]
 
 #: a column or table name part that may stand, quoted, in a statement (every column ndcg-spark writes)
@@ -233,6 +233,27 @@ def _create(df: DataFrame, target: Source, partition_by: Sequence[str]) -> bool:
             target.table_name,
         )
     return False
+
+
+def commit_conflict(exc: BaseException, table_format: TableFormat | None = None) -> str | None:
+    """The name of the concurrent-commit failure behind ``exc`` (or one of its causes), as
+    ``table_format`` (a :class:`~ndcg_spark.storage.formats.TableFormat`; None: any format) reports
+    one, or None when ``exc`` is about something else.
+
+    >>> commit_conflict(RuntimeError("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND] ..."))
+    'ConcurrentAppendException'
+    >>> commit_conflict(RuntimeError("org.apache.iceberg.exceptions.CommitFailedException: Cannot commit"))
+    'CommitFailedException'
+    >>> commit_conflict(ValueError("bad grade")) is None
+    True
+    """
+    formats = FORMATS.values() if table_format is None else (table_format,)
+    for cause in causes(exc):
+        for text in (str(cause), describe_spark_error(cause) or ""):
+            found = next((name for f in formats if (name := f.conflict(text))), None)
+            if found:
+                return found
+    return None
 
 
 def _committed(write, target: Source):
