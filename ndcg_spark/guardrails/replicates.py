@@ -20,8 +20,10 @@ No row per unit x replicate is ever built: a step of replicates is a matrix of c
 
 Examples
 --------
->>> weighted_percentile(np.array([1.0, 2.0, 10.0]), np.array([[1, 1, 1], [0, 3, 1], [0, 0, 0]]), 0.5)
-array([2., 2., nan])
+The median of 1, 2, 10 drawn once each; drawn 0, 3 and 1 times; not drawn at all:
+
+>>> weighted_percentile(np.array([1.0, 2.0, 10.0]), np.array([[1, 1, 1], [0, 3, 1], [0, 0, 0]]), 0.5).tolist()
+[2.0, 2.0, nan]
 """
 
 from __future__ import annotations
@@ -136,7 +138,8 @@ def replicate_statistics(
         # too many cells to hold their sums: weigh each slice's rows instead (a row once per slice it is in)
         cells = [np.concatenate([cells[c] for c in of_slice]) for _, _, of_slice in slices]
         slices = [(dimension, value, np.array([s])) for s, (dimension, value, _) in enumerate(slices)]
-    drawn_sums(np.zeros((1, len(terms))), terms)  # every sum over all the rows stays exact: so do the cells' sums added up
+    # the sums over all the rows stay exact (or this is an error): so do the cells' sums added up
+    drawn_sums(np.zeros((1, len(terms))), terms)
     samples = {key: _sorted_samples(values, of_row, unit_of_row, cells, slices)
                for key, (values, of_row) in rows.samples.items()}
     by_cell = np.zeros((len(cells), replicates + 1, len(names)), np.int64)
