@@ -362,6 +362,35 @@ def test_offline_flags_per_system_k_and_slice_match_an_oracle(spark):
         assert r["design"] == "paired" and r["rows_read"] is None
 
 
+def test_the_replicates_percentile_is_sparks_percentile_with_a_frequency_to_the_bit(spark):
+    """The numpy percentile the replicates take (the drawn counts as frequencies) against Spark's own
+    ``percentile(value, p, frequency)``: ties, zero counts, one value, and interpolation between
+    different values, at the interval's and the guardrails' levels -- equal bits, not close."""
+    import numpy as np
+
+    from ndcg_spark.guardrails.replicates import weighted_percentile
+
+    rng = random.Random(11)
+    groups = []
+    for g in range(60):
+        size = rng.choice([1, 2, 5, 40])
+        groups.append([(g, rng.choice([round(rng.uniform(0, 500), 1), rng.expovariate(0.01), 7.0]),
+                        rng.choice([0, 1, 1, 2, 3])) for _ in range(size)])
+        groups[-1][0] = (g, groups[-1][0][1], 1 + groups[-1][0][2])  # at least one drawn value per group
+    rows = [row for group in groups for row in group]
+    levels = [0.025, 0.5, 0.9, 0.95, 0.975]
+    frame = spark.createDataFrame(rows, "g int, v double, w int").filter("w > 0")
+    expected = {r["g"]: r["p"] for r in frame.groupBy("g").agg(
+        F.array(*[F.percentile("v", F.lit(p), F.col("w")) for p in levels]).alias("p")).collect()}
+    for g, group in enumerate(groups):
+        ordered = sorted(group, key=lambda row: row[1])
+        values = np.array([v for _, v, _ in ordered])
+        weights = np.array([[w for _, _, w in ordered]], dtype=np.float64)
+        got = [float(weighted_percentile(values, weights, p)[0]) for p in levels]
+        assert got == expected[g], (g, got, expected[g])
+    assert np.isnan(weighted_percentile(np.array([1.0, 2.0]), np.zeros((1, 2)), 0.5)[0])  # nothing drawn: null
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("nightly_spark")  # its cost is its rows: computed as a nightly run computes
 def test_intervals_cover_the_true_values_at_about_the_declared_rate(spark, per_request):

@@ -3,19 +3,22 @@ bootstrap interval, and the candidate-minus-baseline difference with its interva
 
 The input is one row per observation (a release session, or a request of one system) with its
 arm, its resampling unit, its slice values and one column per *measure* (a double; null when
-the event the measure is conditional on did not happen). Everything comes out of **one** Spark
-job over the rows expanded into replicates ``0 .. R``:
+the event the measure is conditional on did not happen). Spark reduces the rows, once, to a row
+per unit and finest slice cell -- per arm its rows, its observed rows, the exact fixed-point sums
+(:class:`~ndcg_spark.metrics.exact.FixedPoint`) of the rates and means, the values of the
+percentiles -- and the replicates ``0 .. R`` are drawn from those rows in numpy
+(:mod:`ndcg_spark.guardrails.replicates`), as the aggregates and the comparison draw theirs:
 
 - replicate 0 counts every row once: the point estimates and their denominators;
-- replicate ``r >= 1`` counts a row :func:`~ndcg_spark.metrics.resampling.poisson_weight` times,
+- replicate ``r >= 1`` counts a unit :func:`~ndcg_spark.metrics.resampling.poisson_weight` times,
   a pure function of ``(seed, r, unit)`` -- so every row of a unit moves together (a cluster
   bootstrap), and a unit that appears in both arms (a paired design) draws the same count in both;
-- rates and means are exact fixed-point sums (:class:`~ndcg_spark.metrics.exact.FixedPoint`) per
-  unit and finest slice cell, rolled up to every slice; percentiles are Spark's exact
-  ``percentile`` with the counts as frequencies, over the rows of each slice.
+- rates and means are the units' sums times their counts, exact, rolled up to every slice;
+  percentiles are exact per replicate: Spark's ``percentile`` of the slice's values with the
+  counts as frequencies, computed over the values sorted once, without a row per draw.
 
-The percentile intervals of the replicates' statistics, and of their differences, come back as
-plain Python rows (one per measure x slice: a handful), because the verdicts are decided on them.
+The statistics and the percentile intervals of the replicates come back as plain Python rows
+(one per measure x slice: a handful), because the verdicts are decided on them.
 """
 
 from __future__ import annotations
@@ -24,22 +27,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ndcg_spark.config.bootstrap import quantiles
 from ndcg_spark.config.statistic import MEAN, Statistic
-from ndcg_spark.frames import join_null_safe
+from ndcg_spark.guardrails.replicates import UnitRows, replicate_statistics
 from ndcg_spark.metrics.exact import FixedPoint
-from ndcg_spark.metrics.resampling import poisson_weight
-from ndcg_spark.metrics.slices import roll_up, slice_memberships
 
 __all__ = ["ARM", "UNIT", "Measure", "arm_statistics"]
 
 #: the input columns naming a row's arm and its resampling unit
 ARM, UNIT = "_arm", "_unit"
-_SLICE = ("slice_dimension", "slice_value")
-_ARMS = ("baseline", "candidate")
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,18 @@ def arm_statistics(
         ``relative``, ``relative_interval``.
     """
     rows = rows.filter(F.col(ARM).isin(*arms))
-    bounds = rows.agg(*[F.max(F.abs(F.col(m.column))).alias(f"b{i}") for i, m in enumerate(measures)]).first()
-    scales = [FixedPoint.for_bound(bounds[f"b{i}"] or 0.0) for i in range(len(measures))]
-    prepared = _prepared(rows, arms, measures, scales, slices)
-    per_replicate = _additive_sums(_expanded(_per_unit(prepared, measures, slices), replicates, seed), slices)
-    if any(not m.additive for m in measures):
-        percentiles = _percentiles(_expanded(prepared, replicates, seed), measures, slices)
-        per_replicate = join_null_safe(per_replicate, percentiles, ("_replicate", *_SLICE))
-    statistics = per_replicate.select("_replicate", *_SLICE, "a0_n", "a1_n", *_per_measure(measures, scales))
-    summary = statistics.groupBy(*_SLICE).agg(*_summaries(measures, ci_level))
-    return [_as_row(i, row) for row in summary.collect() for i in range(len(measures))]
+    # a mean's fixed-point grid follows its largest value; a rate's values are 0 or 1 (a rate of
+    # zeros sums to 0 on any grid) and a percentile has no sum: neither needs a pass over the rows
+    means = [i for i, m in enumerate(measures) if m.additive and not m.statistic.of_flags]
+    bounds = rows.agg(*[F.max(F.abs(F.col(measures[i].column))).alias(f"b{i}") for i in means]).first() if means else {}
+    scales = [FixedPoint.for_bound((bounds[f"b{i}"] or 0.0) if i in means else 1.0) for i in range(len(measures))]
+    per_unit = _per_unit(_prepared(rows, arms, measures, scales, slices), measures, slices)
+    collected = per_unit.toArrow()  # a row per unit x finest cell: the replicates are drawn in numpy
+    return replicate_statistics(
+        _unit_rows(collected, measures, slices), slices,
+        [(m.percentile, None) if not m.additive else (None, scale.exponent) for m, scale in zip(measures, scales)],
+        replicates=replicates, ci_level=ci_level, seed=seed,
+    )
 
 
 def _prepared(rows: DataFrame, arms: tuple[str, str], measures: Sequence[Measure], scales: Sequence[FixedPoint],
@@ -128,81 +131,25 @@ def _per_unit(prepared: DataFrame, measures: Sequence[Measure], slices: Sequence
             if m.additive:
                 for part in FixedPoint.names(f"m{i}"):
                     sums[f"a{side}_{part}"] = F.sum(F.when(mine, F.col(part)))
-    return prepared.groupBy(UNIT, *slices).agg(*[value.alias(name) for name, value in sums.items()])
+            else:
+                sums[f"a{side}_p{i}"] = F.collect_list(F.when(mine, F.col(f"v{i}")))
+    cells = [F.col(s).cast("string").alias(f"_slice_{j}") for j, s in enumerate(slices)]
+    grouped = prepared.groupBy(UNIT, *slices).agg(*[value.alias(name) for name, value in sums.items()])
+    return grouped.select(F.col(UNIT).cast("string").alias(UNIT), *cells, *sums)
 
 
-def _expanded(rows: DataFrame, replicates: int, seed: int) -> DataFrame:
-    """Each row once per replicate ``0 .. replicates`` its unit is drawn in, with the count
-    ``_draws`` (1 in replicate 0)."""
-    replicate = F.col("_replicate")
-    draws = F.when(replicate == 0, F.lit(1)).otherwise(poisson_weight(seed, replicate, F.col(UNIT)))
-    expanded = rows.select("*", F.explode(F.sequence(F.lit(0), F.lit(replicates))).alias("_replicate"))
-    return expanded.withColumn("_draws", draws).filter(F.col("_draws") > 0)
-
-
-def _additive_sums(expanded: DataFrame, slices: Sequence[str]) -> DataFrame:
-    """Per replicate x slice: every per-unit count and sum of :func:`_per_unit`, times the draws
-    (exact, rolled up from the finest cells)."""
-    names = [c for c in expanded.columns if c.startswith("a") and c[1:2] in ("0", "1")]
-    sums = {name: F.sum(F.col("_draws") * F.col(name)) for name in names}
-    return roll_up(expanded, ["_replicate"], slices, slices, sums)
-
-
-def _percentiles(expanded: DataFrame, measures: Sequence[Measure], slices: Sequence[str]) -> DataFrame:
-    """Per replicate x slice, per arm: the exact percentile of each percentile measure, the
-    drawn counts as frequencies."""
-    found = []
+def _unit_rows(table: pa.Table, measures: Sequence[Measure], slices: Sequence[str]) -> UnitRows:
+    """The collected per-unit rows as numpy arrays (:class:`~ndcg_spark.guardrails.replicates.UnitRows`)."""
+    terms, samples = {}, {}
+    for name in table.column_names:
+        if name.startswith("a") and not pa.types.is_list(table.schema.field(name).type):
+            terms[name] = table.column(name).fill_null(0).to_numpy().astype(np.int64)
     for i, m in enumerate(measures):
         if not m.additive:
             for side in (0, 1):
-                mine = F.when(F.col("_side") == side, F.col(f"v{i}"))
-                found.append(F.percentile(mine, F.lit(m.percentile), F.col("_draws")).alias(f"a{side}_p{i}"))
-    exploded = expanded.select("_replicate", slice_memberships(list(slices)).alias("_slice"), "_side", "_draws",
-                               *[f"v{i}" for i, m in enumerate(measures) if not m.additive])
-    return exploded.groupBy("_replicate", *[F.col(f"_slice.{c}").alias(c) for c in _SLICE]).agg(*found)
-
-
-def _per_measure(measures: Sequence[Measure], scales: Sequence[FixedPoint]) -> list[Column]:
-    """Per measure: each arm's statistic in this replicate, their difference and ratio minus 1."""
-    out = []
-    for i, (m, scale) in enumerate(zip(measures, scales)):
-        stats = []
-        for side in (0, 1):
-            observed = F.col(f"a{side}_obs{i}")
-            if m.additive:
-                value = F.when(observed > 0, scale.value(f"a{side}_m{i}") / observed)
-            else:
-                value = F.col(f"a{side}_p{i}")
-            stats.append(value)
-            out += [observed.alias(f"{_ARMS[side]}_obs{i}"), value.alias(f"{_ARMS[side]}_{i}")]
-        out += [(stats[1] - stats[0]).alias(f"difference_{i}"),
-                F.when(stats[0] != 0, stats[1] / stats[0] - F.lit(1.0)).alias(f"relative_{i}")]
-    return out
-
-
-def _summaries(measures: Sequence[Measure], ci_level: float) -> list[Column]:
-    """Per slice: the replicate-0 values (point estimates, denominators) and the percentile
-    intervals of the replicates >= 1."""
-    point, drawn = F.col("_replicate") == 0, F.col("_replicate") > 0
-    out = [F.max(F.when(point, F.col(f"a{side}_n"))).alias(f"{_ARMS[side]}_n") for side in (0, 1)]
-    for i in range(len(measures)):
-        for name in ("baseline", "candidate", "difference", "relative"):
-            column = F.col(f"{name}_{i}")
-            out += [F.max(F.when(point, column)).alias(f"{name}_{i}"),
-                    F.percentile(F.when(drawn, column), list(quantiles(ci_level))).alias(f"{name}_{i}_interval")]
-        out += [F.max(F.when(point, F.col(f"{arm}_obs{i}"))).alias(f"{arm}_obs{i}") for arm in _ARMS]
-    return out
-
-
-def _as_row(i: int, row: Any) -> dict[str, Any]:
-    """Measure ``i``'s fields of one collected summary row."""
-    out: dict[str, Any] = {"measure": i, "slice_dimension": row["slice_dimension"], "slice_value": row["slice_value"]}
-    for arm in _ARMS:
-        out[f"{arm}_n"] = int(row[f"{arm}_n"] or 0)
-        out[f"{arm}_n_observed"] = int(row[f"{arm}_obs{i}"] or 0)
-    for name, key in (("baseline", "baseline_value"), ("candidate", "candidate_value"),
-                      ("difference", "difference"), ("relative", "relative")):
-        out[key] = row[f"{name}_{i}"]
-        interval = row[f"{name}_{i}_interval"]
-        out[f"{key.removesuffix('_value')}_interval"] = None if interval is None else [float(v) for v in interval]
-    return out
+                lists = table.column(f"a{side}_p{i}").combine_chunks()
+                lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+                values = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.float64)
+                samples[(side, i)] = (values, np.repeat(np.arange(len(lengths)), lengths))
+    return UnitRows(table.column(UNIT).to_pylist(),
+                    [table.column(f"_slice_{j}").to_pylist() for j in range(len(slices))], terms, samples)
