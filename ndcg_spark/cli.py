@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                             "snapshots, unchanged files), else refuse; --run-id defaults to RUN_ID")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
+    with_config("agreement", "does the offline metric predict the release? agreement of each metric x K with each "
+                             "release outcome over the published experiments (writes outputs.agreement)")
     judge = with_config("judge-next", "what to judge next: the documents that settle the most of the unjudged spread")
     judge.add_argument("--budget", type=int, help="documents to propose (default: the YAML's judging.budget, else 1000)")
     judge.add_argument("--target", choices=("aggregate", "compare"), help="one system's mean, or the compare: pair's delta")
@@ -238,6 +240,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
     if replay is not None:
         replay = validate_run_id(replay, "--replay")
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (replay or config.run_id or default_run_id())
+    if args.command == "agreement":
+        return _agreement(config, run_id, master_from_config, ending)
     if args.command == "judge-next":
         return _judge_next(args, config, run_id, master_from_config, ending)
     if args.command == "show":
@@ -279,6 +283,18 @@ def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: E
     spark = _session(config, "ndcg-spark trend", master_from_config, ending)
     rows = overall_rows(trend_rows(spark, config, spec)).collect()
     print(format_trend([r.asDict() for r in rows], list(config.contract.metric_names)))
+    return EXIT_OK
+
+
+def _agreement(config, run_id: str, master_from_config: bool, ending: Ending) -> int:
+    from ndcg_spark.job.agreements import agreement_stage
+    from ndcg_spark.report.text_agreement import format_agreement
+
+    spark = _session(config, f"ndcg-spark agreement {run_id}", master_from_config, ending)
+    result = agreement_stage(spark, config, run_id)
+    print(format_agreement(result.summary, result.history))
+    print(f"agreement {run_id}: {len(result.summary)} summary rows to {result.target.describe()}, "
+          f"{len(result.history)} experiment rows to {result.history_target.describe()} ({result.seconds:.1f} s)")
     return EXIT_OK
 
 

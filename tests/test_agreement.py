@@ -300,3 +300,69 @@ def test_agreement_dataframe_is_the_summary_of_the_collected_history(spark):
 
 _HISTORY_TYPES = ["string"] * 6 + ["int", "string", "double", "double", "double", "boolean", "string", "string",
                                    "string"] + ["double"] * 6 + ["boolean", "string", "boolean", "boolean"]
+
+
+# ------------------------------------------------------------------------------- the command
+
+
+def test_the_command_reads_published_experiments_only_and_writes_both_tables(spark, tmp_path, capsys):
+    from pyspark.sql import functions as F
+
+    from ndcg_spark.cli import main
+    from ndcg_spark.config.job import Source
+    from ndcg_spark.publishing.status import COMPLETE, RUNNING, mark_run
+    from ndcg_spark.storage.io import write_run_partitioned
+
+    rng = np.random.default_rng(12)
+    comparison_rows, guardrail_rows, published = [], [], {}
+    for i in range(11):
+        run = f"2026-10-{i + 1:02d}"
+        small, large = float(rng.normal(0, 0.02)), float(rng.normal(0, 0.02))
+        task = 2 * small + float(rng.normal(0, 0.005))
+        if i == 10:  # never published: a flagrant false win that must not count
+            small, large, task = 0.5, 0.5, -0.5
+        comparison_rows += [comparison_row(run, k=5, delta=small), comparison_row(run, k=10, delta=large)]
+        guardrail_rows += [guardrail_row(run, diff=task, half=0.004, verdict="pass"),
+                           guardrail_row(run, "stale_first_result", "lower", source="offline")]
+        published[run] = i < 10
+    comparison, guardrails = tables(spark, comparison_rows, guardrail_rows)
+    warehouse = tmp_path / "warehouse"
+    write_run_partitioned(comparison, Source(path=str(warehouse / "comparison")), ("run_id", "baseline", "candidate"))
+    write_run_partitioned(guardrails, Source(path=str(warehouse / "guardrails")), ("run_id", "baseline", "candidate"))
+    for run, done in published.items():
+        mark_run(spark, Source(path=str(warehouse / "run_status")), run, COMPLETE if done else RUNNING)
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        "version: 2\n"
+        "inputs: {candidates: {path: nowhere}}\n"
+        "outputs:\n"
+        "  per_request: {path: warehouse/per_request}\n"
+        "  comparison: {path: warehouse/comparison}\n"
+        "  guardrails: {path: warehouse/guardrails}\n"
+        "  agreement: {path: warehouse/agreement}\n"
+        "agreement: {bootstrap: {replicates: 300, seed: 1}}\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["agreement", "--config", str(config), "--run-id", "agr-1"]) == 0
+    out = capsys.readouterr().out
+    assert "10 experiments, 1 contract" in out and "contract fp · task_completion (better: higher)" in out
+    assert "stale_first_result" not in out  # an offline guardrail is not a release outcome
+
+    summary = {r["k"]: r.asDict() for r in spark.read.parquet(str(warehouse / "agreement")).collect()}
+    history = spark.read.parquet(str(warehouse / "agreement_history"))
+    assert set(summary) == {5, 10} and {r["run_id"] for r in summary.values()} == {"agr-1"}
+    assert history.filter(F.col("experiment_run") == "2026-10-11").count() == 0
+    assert history.count() == 20
+    # the statistics, against scipy over the published experiments only
+    for k, position in ((5, 0), (10, 1)):
+        xs = [comparison_rows[2 * i + position][8] for i in range(10)]
+        ys = [guardrail_rows[2 * i][9] for i in range(10)]
+        false_wins = sum(x > 0.01 and y < -0.004 for x, y in zip(xs, ys))  # both intervals clear of 0, opposite
+        assert summary[k]["n_experiments"] == 10 and summary[k]["n_false_wins"] == false_wins
+        assert history.filter((F.col("k") == k) & F.col("false_win")).count() == false_wins
+        assert summary[k]["spearman"] == pytest.approx(stats.spearmanr(xs, ys).statistic, abs=TOL)
+        assert f"ndcg@{k}" in out
+    assert summary[5]["spearman_ci_low"] > 0  # the planted relation, found
+    # a second run keeps the first one's partition
+    assert main(["agreement", "--config", str(config), "--run-id", "agr-2"]) == 0
+    runs = {r["run_id"] for r in spark.read.parquet(str(warehouse / "agreement")).select("run_id").collect()}
+    assert runs == {"agr-1", "agr-2"}
