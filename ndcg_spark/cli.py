@@ -142,9 +142,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true",
                       help="a quick look: a sample of 1,000 requests instead of 20,000 (when the folder has none yet), "
                            "200 bootstrap replicates and sign flips instead of the YAML's, and no earlier nights")
+    demo.add_argument("--history", action="store_true",
+                      help="also publish the sample's past experiments (24 rankers against bm25 on a small night "
+                           "30 days back, each with its release: one comparison each, minutes) and run agreement")
     demo.add_argument("--run-id", help="today's run id (default: today's UTC date)")
     demo.add_argument("--debug", action="store_true", help="show the full trace on failure")
-    sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
+    sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data (and, under history/, "
+                                           "its past experiments: ndcg-spark agreement's)")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
     sample.add_argument("--seed", type=int, default=7)
@@ -435,11 +439,45 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         earlier = JobConfig.from_dict(demo.changed(document, change), base=base, source_file=f"{config_path} ({what})")
         outcome = run_job(spark, earlier, "run", night)
         print(f"demo night {night} ({what}): published; report {outcome.report.path if outcome.report else '-'}")
+    if args.history:
+        _demo_history(spark, config, document, sample, today, published)
     ending.attach(spark, step_tags(run_id, "run")[0])
     for command in ("run", "compare"):
         outcome = run_job(spark, config, command, run_id, before_report=lambda done: _print(_stage_lines(done)))
         _print(_report_lines(outcome.report))
+    if args.history:
+        from ndcg_spark.job.agreements import agreement_stage
+        from ndcg_spark.report.text_agreement import format_agreement
+
+        result = agreement_stage(spark, config, run_id)
+        print(format_agreement(result.summary, result.history))
     return EXIT_OK
+
+
+def _demo_history(spark, config, document: dict, sample: Path, today: dt.date, published: set[str]) -> None:
+    """The sample's past experiments (:mod:`ndcg_spark.sample.history`): its night scored, then each
+    ranker compared with bm25 beside its release; a comparison already written is not run again."""
+    from ndcg_spark.config.job import JobConfig
+    from ndcg_spark.job import demo
+    from ndcg_spark.job.run import run_job
+    from ndcg_spark.sample.history import ranker_names, write_history
+
+    folder = sample / demo.HISTORY_FOLDER
+    if not (folder / "release_outcomes").is_dir():
+        write_history(folder)
+    night = demo.history_night(today)
+    scoring, comparisons = demo.history_jobs(document, folder, ranker_names())
+    started = time.perf_counter()
+    if night not in published:
+        run_job(spark, JobConfig.from_dict(scoring, base=config.base, source_file="demo history"), "score", night)
+    written = config.output("comparison")
+    for job in comparisons:
+        ranker = job["compare"]["candidate"]
+        if written.path and Path(written.path, f"run_id={night}", "baseline=bm25", f"candidate={ranker}").is_dir():
+            continue
+        run_job(spark, JobConfig.from_dict(job, base=config.base, source_file=f"demo history ({ranker})"), "compare",
+                night)
+    print(f"demo history {night}: {len(comparisons)} experiments published in {time.perf_counter() - started:.0f} s")
 
 
 def _is_date(text: str) -> bool:
@@ -459,6 +497,10 @@ def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) 
     started = time.perf_counter()
     paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool,
                          no_positive_share=args.no_positive_share)
+    from ndcg_spark.job.demo import HISTORY_FOLDER
+    from ndcg_spark.sample.history import write_history
+
+    paths["history"] = write_history(Path(args.out) / HISTORY_FOLDER)["release_outcomes"].rsplit("/", 1)[0]
     print(f"sample data ({args.requests} requests, seed {args.seed}) written in {time.perf_counter() - started:.1f} s:")
     width = max(map(len, paths))
     for name, path in paths.items():

@@ -366,3 +366,54 @@ def test_the_command_reads_published_experiments_only_and_writes_both_tables(spa
     assert main(["agreement", "--config", str(config), "--run-id", "agr-2"]) == 0
     runs = {r["run_id"] for r in spark.read.parquet(str(warehouse / "agreement")).select("run_id").collect()}
     assert runs == {"agr-1", "agr-2"}
+
+
+# ------------------------------------------------------------------------------ the sample's history
+
+
+def _per_ranker(data) -> "pd.DataFrame":
+    """Each ranker's offline deltas against bm25 (plain pandas: RR@5 and NDCG@10, exponential gain,
+    log2 discount, ideal from the judgments, empty ideals left out) and its release's differences."""
+    import pandas as pd
+
+    rows = data.candidates.merge(data.judgments, on=["request_id", "doc_id"])
+
+    def means(system):
+        r = rows[rows["system"] == system]
+        first = r[r["grade"] >= 1].groupby("request_id")["position"].min().reindex(r["request_id"].unique())
+        rr5 = np.where(first <= 5, 1.0 / first, 0.0)
+        top = r[r["position"] <= 10]
+        dcg = ((2 ** top["grade"] - 1) / np.log2(top["position"] + 1)).groupby(top["request_id"]).sum()
+        ideal = r.sort_values(["request_id", "grade"], ascending=[True, False])
+        ideal = ideal.assign(p=ideal.groupby("request_id").cumcount() + 1).query("p <= 10")
+        idcg = ((2 ** ideal["grade"] - 1) / np.log2(ideal["p"] + 1)).groupby(ideal["request_id"]).sum()
+        ndcg = (dcg.reindex(idcg.index).fillna(0.0) / idcg)[idcg > 0]
+        return np.nanmean(np.nan_to_num(rr5)), ndcg.mean()
+
+    base = means("bm25")
+    out = []
+    for ranker, release in data.releases.items():
+        rr5, ndcg10 = means(ranker)
+        arm = release["arm"] == ranker
+        out.append({"rr5": rr5 - base[0], "ndcg10": ndcg10 - base[1],
+                    "task": release[arm]["task_completed"].mean() - release[~arm]["task_completed"].mean(),
+                    "latency": release[arm]["latency_ms"].quantile(0.95) - release[~arm]["latency_ms"].quantile(0.95)})
+    return pd.DataFrame(out)
+
+
+def test_the_sample_history_plants_task_completion_on_reciprocal_rank_and_latency_on_nothing():
+    from ndcg_spark.sample.history import history
+
+    data = history()
+    assert data.candidates.groupby(["request_id", "system"])["position"].apply(
+        lambda p: sorted(p) == list(range(1, len(p) + 1))).all()  # positions 1..M per request and system
+    per_ranker = _per_ranker(data)
+    assert len(per_ranker) == 24
+    rr = stats.spearmanr(per_ranker["rr5"], per_ranker["task"])
+    ndcg10 = stats.spearmanr(per_ranker["ndcg10"], per_ranker["task"])
+    assert rr.statistic > 0.8 and rr.pvalue < 0.001
+    assert rr.statistic > ndcg10.statistic + 0.1  # task completion follows RR@5 more closely than NDCG@10
+    for metric in ("rr5", "ndcg10"):  # latency: no offline metric (no significant rank correlation)
+        assert stats.spearmanr(per_ranker[metric], per_ranker["latency"]).pvalue > 0.05
+    again = history()
+    assert again.candidates.equals(data.candidates) and again.releases["ranker-07"].equals(data.releases["ranker-07"])

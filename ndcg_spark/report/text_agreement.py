@@ -11,8 +11,8 @@ metric × K (or why none is ranked); the false wins listed.
 4 experiments, 1 contract (summarized apart; agreement.pool_contracts: true pools them)
 <BLANKLINE>
 contract fp1 · task_completion (better: higher)
-metric@K         n  offline sig.  agreement [interval]    (agree/both)  false wins  Spearman [interval]
-ndcg@5           4  2             -                       (1/1)         0           -   too few experiments (4 < 8): counts only, no statistic
+metric@K               n  offline sig.  agreement [interval]    (agree/both)  false wins  Spearman [interval]
+ndcg@5                 4  2             -                       (1/1)         0           -   too few experiments (4 < 8): counts only, no statistic
 best-agreeing: none (no metric × K has enough experiments)
 """
 
@@ -51,8 +51,12 @@ def best_words(rows: Rows) -> str:
                 f"; its interval lies above every other's)")
     tied = [r for r in rows if r.get("best") == TIED]
     if tied:
-        return (f"best-agreeing: not ranked -- {', '.join(measure(r) for r in tied)} have overlapping Spearman "
-                "intervals at the top")
+        top = max(tied, key=lambda r: (r["spearman"], -r["k"]))
+        others = [measure(r) for r in tied if r is not top]
+        shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        return (f"best-agreeing: not ranked -- the highest, {measure(top)} (Spearman "
+                f"{_interval(top['spearman'], top['spearman_ci_low'], top['spearman_ci_high'])}), has an interval "
+                f"overlapping {shown}'s")
     if not any(r.get("enough") for r in rows):
         return "best-agreeing: none (no metric × K has enough experiments)"
     return "best-agreeing: none (no rank correlation with an interval)"
@@ -74,15 +78,15 @@ def format_agreement(summary: Rows, history: Rows) -> str:
         groups.setdefault((r["contract_fingerprint"], r["outcome"]), []).append(r)
     for (contract, outcome), rows in groups.items():
         lines += ["", f"contract {contract} · {outcome} (better: {rows[0]['better']})",
-                  f"{'metric@K':<14} {'n':>3}  {'offline sig.':<13} {'agreement [interval]':<23} {'(agree/both)':<13} "
+                  f"{'metric@K':<20} {'n':>3}  {'offline sig.':<13} {'agreement [interval]':<23} {'(agree/both)':<13} "
                   f"{'false wins':<11} Spearman [interval]"]
         for r in rows:
             sig = f"{r['n_offline_significant']}" + (f" ({r['sensitivity']:.0%})" if r["sensitivity"] is not None else "")
             agree = _interval(r["agreement"], r["agreement_ci_low"], r["agreement_ci_high"], "{:.2f}")
             rho = _interval(r["spearman"], r["spearman_ci_low"], r["spearman_ci_high"])
-            mark = {BEST: "  <- best", TIED: "  (top, not ranked)"}.get(r.get("best") or "", "")
+            mark = "  <- best" if r.get("best") == BEST else ""
             note = f"   {r['note']}" if r.get("note") else ""
-            lines.append(f"{measure(r):<14} {r['n_experiments']:>3}  {sig:<13} {agree:<23} "
+            lines.append(f"{measure(r):<20} {r['n_experiments']:>3}  {sig:<13} {agree:<23} "
                          f"{'(' + str(r['n_agree']) + '/' + str(r['n_both_significant']) + ')':<13} "
                          f"{r['n_false_wins']:<11} {rho}{mark}{note}".rstrip())
         lines.append(best_words(rows))
