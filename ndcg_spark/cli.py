@@ -440,23 +440,19 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         outcome = run_job(spark, earlier, "run", night)
         print(f"demo night {night} ({what}): published; report {outcome.report.path if outcome.report else '-'}")
     if args.history:
-        _demo_history(spark, config, document, sample, today, published)
+        _demo_history(spark, config, document, sample, today, published, run_id)
     ending.attach(spark, step_tags(run_id, "run")[0])
     for command in ("run", "compare"):
         outcome = run_job(spark, config, command, run_id, before_report=lambda done: _print(_stage_lines(done)))
         _print(_report_lines(outcome.report))
-    if args.history:
-        from ndcg_spark.job.agreements import agreement_stage
-        from ndcg_spark.report.text_agreement import format_agreement
-
-        result = agreement_stage(spark, config, run_id)
-        print(format_agreement(result.summary, result.history))
     return EXIT_OK
 
 
-def _demo_history(spark, config, document: dict, sample: Path, today: dt.date, published: set[str]) -> None:
+def _demo_history(spark, config, document: dict, sample: Path, today: dt.date, published: set[str],
+                  run_id: str) -> None:
     """The sample's past experiments (:mod:`ndcg_spark.sample.history`): its night scored, then each
-    ranker compared with bm25 beside its release; a comparison already written is not run again."""
+    ranker compared with bm25 beside its release; a comparison already written is not run again. Then
+    ``agreement`` over them (under ``run_id``, today's)."""
     from ndcg_spark.config.job import JobConfig
     from ndcg_spark.job import demo
     from ndcg_spark.job.run import run_job
@@ -478,6 +474,12 @@ def _demo_history(spark, config, document: dict, sample: Path, today: dt.date, p
         run_job(spark, JobConfig.from_dict(job, base=config.base, source_file=f"demo history ({ranker})"), "compare",
                 night)
     print(f"demo history {night}: {len(comparisons)} experiments published in {time.perf_counter() - started:.0f} s")
+    # before today's night, so that today's report shows the section "Does the offline metric predict the release?"
+    from ndcg_spark.job.agreements import agreement_stage
+    from ndcg_spark.report.text_agreement import format_agreement
+
+    result = agreement_stage(spark, config, run_id)
+    print(format_agreement(result.summary, result.history))
 
 
 def _is_date(text: str) -> bool:

@@ -417,3 +417,37 @@ def test_the_sample_history_plants_task_completion_on_reciprocal_rank_and_latenc
         assert stats.spearmanr(per_ranker[metric], per_ranker["latency"]).pvalue > 0.05
     again = history()
     assert again.candidates.equals(data.candidates) and again.releases["ranker-07"].equals(data.releases["ranker-07"])
+
+
+# ------------------------------------------------------------------------------------ the report
+
+
+def test_the_report_section_draws_one_scatter_per_outcome_with_false_wins_ringed():
+    import re
+
+    from ndcg_spark.report.sections_agreement import section_agreement
+
+    history = generated_history(24, seed=7)
+    flipped = history[0]  # make one experiment a false win on the top metric: offline better, outcome worse
+    for r in history:
+        if r["experiment_run"] == flipped["experiment_run"] and r["outcome"] == "task_completion":
+            r.update(offline_delta=0.05, offline_ci_low=0.035, offline_ci_high=0.065, offline_significant=True,
+                     outcome_improvement=-0.05, outcome_improvement_ci_low=-0.06, outcome_improvement_ci_high=-0.04,
+                     outcome_significant=True, agrees=False, false_win=True)
+    summary = summarize(history, AgreementSpec(replicates=200))
+    html = "\n".join(section_agreement({"agreement": summary, "agreement_history": history,
+                                        "agreement_headline": ("ndcg", 10)}))
+    assert "Does the offline metric predict the release?" in html and "Over 24 past experiments" in html
+    blocks = html.split("<h3>")[1:]
+    assert [b.split(" ")[0] for b in blocks] == ["latency_p95", "task_completion"]
+    for block in blocks:
+        svgs = re.findall(r"<svg.*?</svg>", block, re.S)
+        assert 1 <= len(svgs) <= 2  # the best-correlated metric × K, and the headline NDCG@10 when another
+        for svg in svgs:
+            assert svg.count("<title>") - 1 == 24  # one point per experiment (each with its tooltip)
+        assert block.count("<tr>") == 1 + 2  # the header, then each metric × K
+    task = blocks[1]
+    assert len(re.findall(r"<svg", task)) == 2  # reciprocal_rank@5 (the best) and the headline, ndcg@10
+    false_wins = sum(bool(r["false_win"]) for r in history if r["outcome"] == "task_completion")
+    assert false_wins >= 2 and task.count('r="8"') == false_wins  # every false win ringed, in its scatter
+    assert "false win" in task
