@@ -362,6 +362,11 @@ def test_the_command_reads_published_experiments_only_and_writes_both_tables(spa
         assert summary[k]["spearman"] == pytest.approx(stats.spearmanr(xs, ys).statistic, abs=TOL)
         assert f"ndcg@{k}" in out
     assert summary[5]["spearman_ci_low"] > 0  # the planted relation, found
+    from ndcg_spark.config.schemas import AGREEMENT, AGREEMENT_HISTORY
+
+    for table, declared in ((spark.read.parquet(str(warehouse / "agreement")), AGREEMENT), (history, AGREEMENT_HISTORY)):
+        written = {f.name: f.dataType.simpleString() for f in table.schema.fields}
+        assert written == {c.name: c.type for c in declared.columns}  # every declared column, its declared type
     # a second run keeps the first one's partition
     assert main(["agreement", "--config", str(config), "--run-id", "agr-2"]) == 0
     runs = {r["run_id"] for r in spark.read.parquet(str(warehouse / "agreement")).select("run_id").collect()}
@@ -451,3 +456,12 @@ def test_the_report_section_draws_one_scatter_per_outcome_with_false_wins_ringed
     false_wins = sum(bool(r["false_win"]) for r in history if r["outcome"] == "task_completion")
     assert false_wins >= 2 and task.count('r="8"') == false_wins  # every false win ringed, in its scatter
     assert "false win" in task
+
+
+def test_the_docs_page_carries_the_declared_columns():
+    from pathlib import Path
+
+    from ndcg_spark.config.schemas import AGREEMENT, AGREEMENT_HISTORY
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "agreement.md").read_text(encoding="utf-8")
+    assert AGREEMENT.markdown() in page and AGREEMENT_HISTORY.markdown() in page

@@ -72,7 +72,8 @@ def format_agreement(summary: Rows, history: Rows) -> str:
     n = len(experiments) if history else max(r["n_experiments"] for r in summary)
     how = ("pooled: agreement.pool_contracts" if contracts == [POOLED]
            else "summarized apart; agreement.pool_contracts: true pools them")
-    lines = [f"{n} experiments, {len(contracts)} contract{'s' if len(contracts) != 1 else ''} ({how})"]
+    lines = [f"{n} experiment{'s' if n != 1 else ''}, {len(contracts)} contract{'s' if len(contracts) != 1 else ''} "
+             f"({how})"]
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in summary:
         groups.setdefault((r["contract_fingerprint"], r["outcome"]), []).append(r)
