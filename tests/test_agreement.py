@@ -376,7 +376,7 @@ def test_the_command_reads_published_experiments_only_and_writes_both_tables(spa
 # ------------------------------------------------------------------------------ the sample's history
 
 
-def _per_ranker(data) -> "pd.DataFrame":
+def _per_ranker(data):
     """Each ranker's offline deltas against bm25 (plain pandas: RR@5 and NDCG@10, exponential gain,
     log2 discount, ideal from the judgments, empty ideals left out) and its release's differences."""
     import pandas as pd

@@ -15,7 +15,6 @@ under different contracts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -187,7 +186,3 @@ def _check(offline: DataFrame, guardrails: DataFrame) -> None:
                            f"{name(first)}: {', '.join(contracts)}",
                            "Re-run `ndcg-spark compare` for it, so that both tables hold the same night's rows.")
 
-
-def experiments_in(history: Sequence[dict]) -> int:
-    """How many experiments rows of a history hold."""
-    return len({(r["experiment_run"], r["baseline"], r["candidate"]) for r in history})
