@@ -17,7 +17,8 @@
 #   bash dev.sh test-formats [VERSION]  the format lane: the tests marked formats (Delta Lake and Iceberg tables
 #                           written and read for real) on each pyspark of tests/lakehouse.py (or VERSION alone),
 #                           each in its own virtualenv .venv-formats-VERSION (as test-on), with the formats'
-#                           jars from Maven Central (spark.jars.packages) in the Ivy cache ~/.cache/ndcg-spark/ivy
+#                           jars from Maven Central (spark.jars.packages) in the Ivy cache ~/.cache/ndcg-spark/ivy;
+#                           the whole nights (tests/test_format_runs.py) on the newest (or VERSION) only
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -103,6 +104,7 @@ case "$cmd" in
       shift
     fi
     failed=""
+    newest=${versions%% *}
     for version in $versions; do
       setup ".venv-formats-$version" test "$version"
       have=$(".venv-formats-$version/bin/python" -c 'import pyspark; print(pyspark.__version__)')
@@ -114,8 +116,13 @@ case "$cmd" in
       ".venv-formats-$version/bin/python" tests/lakehouse.py --resolve || { failed="$failed $version"; continue; }
       # test by test to whichever worker is free (two files, one far longer than the other); every
       # version runs, and the lane fails after them if one did
+      # the formats' own operations (tests/test_formats.py) on every Spark line; the whole nights on top
+      # of them (tests/test_format_runs.py: reruns, two attempts, a killed driver -- this package's
+      # publishing, the same code on every line) on the newest only, unless NDCG_FORMATS_WHOLE=1
+      files="tests/test_formats.py"
+      if [ "$version" = "$newest" ] || [ -n "${NDCG_FORMATS_WHOLE:-}" ]; then files="$files tests/test_format_runs.py"; fi
       NDCG_TEST_FORMATS=1 ".venv-formats-$version/bin/python" -m pytest -n "${NDCG_TEST_WORKERS:-2}" --dist worksteal \
-        -m formats tests/test_formats.py tests/test_format_runs.py "$@" || failed="$failed $version"
+        -m formats $files "$@" || failed="$failed $version"
     done
     if [ -n "$failed" ]; then
       echo "dev.sh: the format lane failed on pyspark$failed" >&2

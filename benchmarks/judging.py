@@ -77,8 +77,7 @@ def night(spark, args) -> dict:
         read = lambda source: read_source(spark, source, "input")  # noqa: E731
         candidates, judgments = (lambda: read(config.candidates)), (lambda: read(config.judgments))
         attrs = config.attributes
-        attributes = lambda: Attributes(table=read(attrs.source), weight=attrs.weight,  # noqa: E731
-                                        default_weight=attrs.default_weight, slices=attrs.slices)
+        attributes = lambda: attrs.of(read(attrs.source))  # noqa: E731
         contract, spec = config.contract, config.judging_spec()
         rows = candidates().count() + judgments().count()
         where = f"the sample ({args.config})"

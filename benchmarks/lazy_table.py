@@ -53,5 +53,5 @@ def lazy_table(candidates, contract):
     unserved = summed.filter(~F.col("_served")).select(*keys)
     collected = score_collected_lists(join_null_safe(rows, F.broadcast(unserved), keys, "left_semi"), None, contract)
     per_request = dense.score_served(summed, contract, literal).unionByName(collected)
-    per_request = with_no_results(per_request, candidates, None, Attributes(), contract, (None, None))
+    per_request = with_no_results(per_request, None, Attributes(), contract, (None, None))
     return per_request_table(per_request, candidates, Attributes(), contract, "adhoc")

@@ -43,7 +43,7 @@ from ndcg_spark.config.contract import Contract
 from ndcg_spark.frames import join_null_safe
 from ndcg_spark.metrics.ranked_list import RankedList
 from ndcg_spark.scoring.columns import REQUEST_KEYS, metrics_columns
-from ndcg_spark.scoring.inputs import ideal_of_judgments, request_keys
+from ndcg_spark.scoring.inputs import ideal_of_judgments
 
 __all__ = ["no_results_flag", "population", "with_no_results"]
 
@@ -54,22 +54,22 @@ def no_results_flag(per_request: DataFrame) -> Column:
     return F.col("no_results").cast("boolean") if "no_results" in per_request.columns else F.lit(False)
 
 
-def population(candidates: DataFrame, judgments: DataFrame | None, attributes: Attributes,
+def population(answered: DataFrame, judgments: DataFrame | None, attributes: Attributes,
                contract: Contract) -> DataFrame:
     """The night's requests (``request_id`` as a string, once each): the attributes table's, else
-    every request of the judgments and the candidates (see the module docstring)."""
+    every request of the judgments and of ``answered`` (the candidates' requests, ``request_id``
+    already a string: see the module docstring)."""
     rid = contract.columns.request_id
     if attributes.table is not None:
         return attributes.table.select(F.col(rid).cast("string").alias("request_id")).distinct()
-    sources = [candidates] + ([] if judgments is None else [judgments])
-    ids = [df.select(F.col(rid).cast("string").alias("request_id")) for df in sources]
-    union = ids[0] if len(ids) == 1 else ids[0].unionByName(ids[1])
-    return union.distinct()
+    ids = answered.select("request_id")
+    if judgments is not None:
+        ids = ids.unionByName(judgments.select(F.col(rid).cast("string").alias("request_id")))
+    return ids.distinct()
 
 
 def with_no_results(
     scored: DataFrame,
-    candidates: DataFrame,
     judgments: DataFrame | None,
     attributes: Attributes,
     contract: Contract,
@@ -79,12 +79,16 @@ def with_no_results(
     """``scored`` (the plans' rows, one per request with candidates) with ``no_results`` false, and a
     row per system x pool version and request of the :func:`population` that system did not answer,
     in the same shape, ``no_results`` true. ``set_aside``: the :data:`REQUEST_KEYS` of lists the
-    input check quarantined -- answered, but counted in the quarantine, not as returning nothing."""
-    answered = candidates.select(*request_keys(candidates, contract, *literals)).distinct()
+    input check quarantined -- answered, but counted in the quarantine, not as returning nothing.
+
+    What each system answered is read from ``scored`` itself (every candidate's request has its row
+    there), not from the candidates again: scoring reads the candidates once."""
+    answered = scored.select(*REQUEST_KEYS)
     systems = answered.select("system", "pool_version").distinct()  # the systems of the rows scored
+    requests = population(answered, judgments, attributes, contract)
     if set_aside is not None:
-        answered = answered.unionByName(set_aside.select(*REQUEST_KEYS)).distinct()
-    expected = systems.crossJoin(population(candidates, judgments, attributes, contract).hint("broadcast"))
+        answered = answered.unionByName(set_aside.select(*REQUEST_KEYS))
+    expected = systems.crossJoin(requests.hint("broadcast"))
     missing = join_null_safe(expected, answered, REQUEST_KEYS, "left_anti")
     if judgments is not None:
         missing = missing.join(ideal_of_judgments(judgments, contract), "request_id", "left")

@@ -10,6 +10,7 @@ expressions; candidates of different requests are never ranked together.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import EmptyIdealError
-from ndcg_spark.frames import shuffles_sized_to
+from ndcg_spark.frames import persist_coalesced, shuffles_sized_to
 from ndcg_spark.metrics.gain import gain
 from ndcg_spark.scoring import dense
 from ndcg_spark.config.attributes import Attributes
@@ -88,10 +89,12 @@ def score_requests(
         notes it, and passes it on itself with ``validate``); the dense plan then counts the
         ideal over the gains of ``1 .. grade_scale`` without reading them. Ignored when the
         contract declares its scale; the same result either way.
-    cache_handles : given a list, the cached aggregation (see ``dense_plan``) is appended to it,
-        for the caller to ``unpersist()`` once the result is written (the job does); otherwise
-        it stays cached for the session, one per call (``spark.catalog.clearCache()`` releases
-        them all; a result read after that is computed again from its inputs).
+    cache_handles : given a list, the call's caches are appended to it -- the dense aggregation
+        (see ``dense_plan``) and the judgments' and attributes table's columns it reads (cached so
+        that each input file is read once) --, for the caller to ``unpersist()`` once the result is
+        written (the job does); otherwise they stay cached for the session, a few per call
+        (``spark.catalog.clearCache()`` releases them all; a result read after that is computed
+        again from its inputs).
     set_aside : ``request_id``, ``system``, ``pool_version`` of lists the input check quarantined
         (``ValidatedInputs.set_aside``): not counted as returning nothing. When None and
         ``candidates`` is the frame :func:`~ndcg_spark.validation.validate.validate_inputs` returned,
@@ -133,6 +136,8 @@ def score_requests(
                                   pool_version=pool_version)
             candidates, judgments, attributes = checked.candidates, checked.judgments, checked.attributes
             grade_scale = checked.grade_scale
+        # each read by two of the plans' steps: cached, so that the input files are read once
+        judgments, attributes = _read_once(judgments, attributes, contract, cache_handles)
         integer_ids = groups_on_integer_ids(candidates, judgments, contract)
         rows = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids)
         scored_dense, rest = (
@@ -151,7 +156,7 @@ def score_requests(
             if scored_dense is not None:
                 per_request = scored_dense.unionByName(per_request)
         # a row for every request of the night's population a system did not answer
-        per_request = with_no_results(per_request, candidates, judgments, attributes, contract, (system, pool_version),
+        per_request = with_no_results(per_request, judgments, attributes, contract, (system, pool_version),
                                       set_aside)
         return per_request_table(per_request, candidates, attributes, contract, run_id)
 
@@ -218,6 +223,30 @@ def _score_dense(
     if cached is not None and cache_handles is not None:
         cache_handles.append(cached)
     return scored, rest
+
+
+def _read_once(
+    judgments: DataFrame | None, attributes: Attributes, contract: Contract, cache_handles: list[DataFrame] | None
+) -> tuple[DataFrame | None, Attributes]:
+    """The judgments' and the attributes table's columns the plans read, each cached for this call
+    (memory and disk; to ``cache_handles`` like the dense aggregation): the judgments are read by the
+    scoring join and again for the ideal of a request nobody answered and for the population, the
+    attributes for the population and for the columns they carry. So each input file is read once
+    (``benchmarks/judging.py`` counts the passes: docs/benchmarks.md)."""
+    def once(df: DataFrame, columns: tuple[str | None, ...]) -> DataFrame:
+        present = [c for c in dict.fromkeys(columns) if c is not None and c in df.columns]  # a missing one: named later
+        cached = persist_coalesced(df.select(*present))
+        if cache_handles is not None:
+            cache_handles.append(cached)
+        return cached
+
+    cols = contract.columns
+    if judgments is not None:
+        judgments = once(judgments, (cols.request_id, cols.doc_id, cols.grade))
+    if attributes.table is not None:
+        attributes = dataclasses.replace(
+            attributes, table=once(attributes.table, (cols.request_id, attributes.weight, *attributes.slices)))
+    return judgments, attributes
 
 
 def groups_on_integer_ids(candidates: DataFrame, judgments: DataFrame | None, contract: Contract) -> bool:
