@@ -47,6 +47,9 @@ _EXPORTS = {
     "JudgingSpec": "ndcg_spark.config.judging_spec",
     "judge_next": "ndcg_spark.judging.plan",
     "judging_swings": "ndcg_spark.judging.swings",
+    "AgreementSpec": "ndcg_spark.config.agreement_spec",
+    "experiment_history": "ndcg_spark.agreement.history",
+    "agreement": "ndcg_spark.agreement.summary",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -76,6 +79,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.config.judging_spec import JudgingSpec
     from ndcg_spark.judging.plan import judge_next
     from ndcg_spark.judging.swings import judging_swings
+    from ndcg_spark.config.agreement_spec import AgreementSpec
+    from ndcg_spark.agreement.history import experiment_history
+    from ndcg_spark.agreement.summary import agreement
 
 
 def __getattr__(name: str) -> Any:

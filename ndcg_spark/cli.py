@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                             "snapshots, unchanged files), else refuse; --run-id defaults to RUN_ID")
     with_config("report", "write the run's static HTML report to outputs.report_dir")
     with_config("compare", "compare two rankers of a run: paired deltas, significance, candidate-pool guard (and the report)")
+    with_config("agreement", "does the offline metric predict the release? agreement of each metric x K with each "
+                             "release outcome over the published experiments (writes outputs.agreement)")
     judge = with_config("judge-next", "what to judge next: the documents that settle the most of the unjudged spread")
     judge.add_argument("--budget", type=int, help="documents to propose (default: the YAML's judging.budget, else 1000)")
     judge.add_argument("--target", choices=("aggregate", "compare"), help="one system's mean, or the compare: pair's delta")
@@ -140,9 +142,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true",
                       help="a quick look: a sample of 1,000 requests instead of 20,000 (when the folder has none yet), "
                            "200 bootstrap replicates and sign flips instead of the YAML's, and no earlier nights")
+    demo.add_argument("--history", action="store_true",
+                      help="also publish the sample's past experiments (24 rankers against bm25 on a small night "
+                           "30 days back, each with its release: one comparison each, minutes) and run agreement")
     demo.add_argument("--run-id", help="today's run id (default: today's UTC date)")
     demo.add_argument("--debug", action="store_true", help="show the full trace on failure")
-    sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data")
+    sample = sub.add_parser("sample", help="write the embedded maintenance-search sample data (and, under history/, "
+                                           "its past experiments: ndcg-spark agreement's)")
     sample.add_argument("--out", default="data/sample", help="output folder (default data/sample)")
     sample.add_argument("--requests", type=int, default=20_000, help="number of requests (default 20000)")
     sample.add_argument("--seed", type=int, default=7)
@@ -238,6 +244,8 @@ def _dispatch(args: argparse.Namespace, master_from_config: bool, ending: Ending
     if replay is not None:
         replay = validate_run_id(replay, "--replay")
     run_id = validate_run_id(args.run_id, "--run-id") if args.run_id else (replay or config.run_id or default_run_id())
+    if args.command == "agreement":
+        return _agreement(config, run_id, master_from_config, ending)
     if args.command == "judge-next":
         return _judge_next(args, config, run_id, master_from_config, ending)
     if args.command == "show":
@@ -279,6 +287,18 @@ def _trend(args: argparse.Namespace, config, master_from_config: bool, ending: E
     spark = _session(config, "ndcg-spark trend", master_from_config, ending)
     rows = overall_rows(trend_rows(spark, config, spec)).collect()
     print(format_trend([r.asDict() for r in rows], list(config.contract.metric_names)))
+    return EXIT_OK
+
+
+def _agreement(config, run_id: str, master_from_config: bool, ending: Ending) -> int:
+    from ndcg_spark.job.agreements import agreement_stage
+    from ndcg_spark.report.text_agreement import format_agreement
+
+    spark = _session(config, f"ndcg-spark agreement {run_id}", master_from_config, ending)
+    result = agreement_stage(spark, config, run_id)
+    print(format_agreement(result.summary, result.history))
+    print(f"agreement {run_id}: {len(result.summary)} summary rows to {result.target.describe()}, "
+          f"{len(result.history)} experiment rows to {result.history_target.describe()} ({result.seconds:.1f} s)")
     return EXIT_OK
 
 
@@ -419,11 +439,47 @@ def _demo(args: argparse.Namespace, master_from_config: bool, ending: Ending) ->
         earlier = JobConfig.from_dict(demo.changed(document, change), base=base, source_file=f"{config_path} ({what})")
         outcome = run_job(spark, earlier, "run", night)
         print(f"demo night {night} ({what}): published; report {outcome.report.path if outcome.report else '-'}")
+    if args.history:
+        _demo_history(spark, config, document, sample, today, published, run_id)
     ending.attach(spark, step_tags(run_id, "run")[0])
     for command in ("run", "compare"):
         outcome = run_job(spark, config, command, run_id, before_report=lambda done: _print(_stage_lines(done)))
         _print(_report_lines(outcome.report))
     return EXIT_OK
+
+
+def _demo_history(spark, config, document: dict, sample: Path, today: dt.date, published: set[str],
+                  run_id: str) -> None:
+    """The sample's past experiments (:mod:`ndcg_spark.sample.history`): its night scored, then each
+    ranker compared with bm25 beside its release; a comparison already written is not run again. Then
+    ``agreement`` over them (under ``run_id``, today's)."""
+    from ndcg_spark.config.job import JobConfig
+    from ndcg_spark.job import demo
+    from ndcg_spark.job.run import run_job
+    from ndcg_spark.sample.history import ranker_names, write_history
+
+    folder = sample / demo.HISTORY_FOLDER
+    if not (folder / "release_outcomes").is_dir():
+        write_history(folder)
+    night = demo.history_night(today)
+    scoring, comparisons = demo.history_jobs(document, folder, ranker_names())
+    started = time.perf_counter()
+    if night not in published:
+        run_job(spark, JobConfig.from_dict(scoring, base=config.base, source_file="demo history"), "score", night)
+    written = config.output("comparison")
+    for job in comparisons:
+        ranker = job["compare"]["candidate"]
+        if written.path and Path(written.path, f"run_id={night}", "baseline=bm25", f"candidate={ranker}").is_dir():
+            continue
+        run_job(spark, JobConfig.from_dict(job, base=config.base, source_file=f"demo history ({ranker})"), "compare",
+                night)
+    print(f"demo history {night}: {len(comparisons)} experiments published in {time.perf_counter() - started:.0f} s")
+    # before today's night, so that today's report shows the section "Does the offline metric predict the release?"
+    from ndcg_spark.job.agreements import agreement_stage
+    from ndcg_spark.report.text_agreement import format_agreement
+
+    result = agreement_stage(spark, config, run_id)
+    print(format_agreement(result.summary, result.history))
 
 
 def _is_date(text: str) -> bool:
@@ -443,6 +499,10 @@ def _sample(args: argparse.Namespace, master_from_config: bool, ending: Ending) 
     started = time.perf_counter()
     paths = write_sample(spark, Path(args.out), n_requests=args.requests, seed=args.seed, dense_pool=args.dense_pool,
                          no_positive_share=args.no_positive_share)
+    from ndcg_spark.job.demo import HISTORY_FOLDER
+    from ndcg_spark.sample.history import write_history
+
+    paths["history"] = write_history(Path(args.out) / HISTORY_FOLDER)["release_outcomes"].rsplit("/", 1)[0]
     print(f"sample data ({args.requests} requests, seed {args.seed}) written in {time.perf_counter() - started:.1f} s:")
     width = max(map(len, paths))
     for name, path in paths.items():

@@ -31,6 +31,7 @@ from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.config.publishing_spec import PublishingSpec
 from ndcg_spark.config.report_spec import ReportSpec
 from ndcg_spark.config.trend_spec import TrendSpec
+from ndcg_spark.config.agreement_spec import AgreementSpec
 from ndcg_spark.config.validation_spec import ValidationSpec
 from ndcg_spark.errors import ContractError
 from ndcg_spark.storage.formats import TableFormat, format_named, formats_for
@@ -61,10 +62,12 @@ def default_run_id(today: dt.date | None = None) -> str:
     return (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
 
 
-_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing", "judging")
+_SECTIONS = ("aggregate", "compare", "validation", "report", "trend", "guardrails", "publishing", "judging",
+             "agreement")
 """Sections parsed into their specs when the YAML is loaded (the typed fields of :class:`JobConfig`)."""
 _OUTPUTS = {"per_request", "aggregate", "audit", "run_metadata", "run_status", "run_attempts", "comparison",
-            "quarantine", "trend", "guardrails", "report_dir", "judging_plan", "judging_dir"}
+            "quarantine", "trend", "guardrails", "report_dir", "judging_plan", "judging_dir", "agreement",
+            "agreement_history"}
 #: the outputs that are local folders, with their defaults (beside the job's relative paths)
 _FOLDERS = {"report_dir": "reports", "judging_dir": "judging"}
 
@@ -278,6 +281,7 @@ class JobConfig:
     #: None: the job declares no ``guardrails:``
     guardrails: GuardrailSpec | None = None
     publishing_spec: PublishingSpec = field(default_factory=PublishingSpec)
+    agreement: AgreementSpec = field(default_factory=AgreementSpec)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> JobConfig:
@@ -337,6 +341,7 @@ class JobConfig:
             judging=JudgingSpec.from_dict(top.get("judging")),
             guardrails=None if top.get("guardrails") is None else GuardrailSpec.from_dict(top["guardrails"]),
             publishing_spec=PublishingSpec.from_dict(top.get("publishing")),
+            agreement=AgreementSpec.from_dict(top.get("agreement")),
         )
         config._check_outputs()
         return config
@@ -390,6 +395,8 @@ class JobConfig:
         source = Source.parse(self.outputs.get(name), f"outputs.{name}", self.base)
         if source is None and name == "run_metadata" and self.output("aggregate") is not None:
             return self.output("aggregate").beside("run_metadata")
+        if source is None and name == "agreement_history" and self.output("agreement") is not None:
+            return self.output("agreement").beside("agreement_history")
         return source
 
     def output_folder(self, name: str) -> Path:
@@ -485,6 +492,10 @@ class JobConfig:
     def trend_spec(self) -> TrendSpec:
         """The ``trend:`` section as a :class:`~ndcg_spark.config.trend_spec.TrendSpec`."""
         return self.trend
+
+    def agreement_spec(self) -> AgreementSpec:
+        """The ``agreement:`` section as an :class:`~ndcg_spark.config.agreement_spec.AgreementSpec`."""
+        return self.agreement
 
     def judging_spec(self) -> JudgingSpec:
         """The ``judging:`` section as a :class:`~ndcg_spark.config.judging_spec.JudgingSpec`."""

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.types import DataType, StructType
 
 __all__ = [
-    "AGGREGATE", "AGGREGATE_LEGACY", "AUDIT", "AUDIT_LEGACY", "COMPARISON", "COMPARISON_LEGACY", "COMPARISON_RENAMED",
+    "AGGREGATE", "AGGREGATE_LEGACY", "AGREEMENT", "AGREEMENT_HISTORY", "AUDIT", "AUDIT_LEGACY", "COMPARISON", "COMPARISON_LEGACY", "COMPARISON_RENAMED",
     "Column", "GUARDRAILS", "GUARDRAIL_ARM", "INPUT_READ", "JUDGING_PLAN", "QUARANTINE", "REQUEST_FLAGS",
     "REQUEST_KEYS", "RUN_ATTEMPTS", "RUN_METADATA", "RUN_STATUS", "TABLES", "TREND", "TREND_LEGACY", "TableSchema",
     "component_names", "known", "names", "per_request_schema", "pool_summary_schema", "struct_of",
@@ -743,6 +743,86 @@ GUARDRAILS = TableSchema("guardrails", (
     replace(CONTRACT_FINGERPRINT, meaning="the contract of the per-request rows"),
     replace(CODE_VERSION, meaning="the package version"),
     replace(CREATED_AT, meaning="when the rows were computed"),
+))
+
+# --------------------------------------------------------------------------------- the agreement
+
+_OFFLINE = "the comparison's delta (candidate − baseline) of the metric at K, `agreement.mean`, and its interval"
+_OUTCOME = "the release guardrail's overall difference (candidate − baseline) and its interval, in its units"
+_IMPROVEMENT = ("the difference oriented as the guardrail declares better (`higher`: as it is; `lower`: negated) "
+                "and its interval: positive is an improvement")
+#: ``ndcg-spark agreement``'s experiment rows: one per experiment × metric × K × outcome, partitioned by the
+#: agreement run that wrote them.
+AGREEMENT_HISTORY = TableSchema("agreement_history", (
+    Column("run_id", "string", "the agreement run that wrote the row (partition column)"),
+    Column("experiment_run", "string", "the experiment: the published run whose comparison and release are read"),
+    Column("baseline", "string", "the experiment's two systems: the comparison's and the release's arms"),
+    Column("candidate", "string", "the experiment's two systems: the comparison's and the release's arms"),
+    Column("comparison_kind", "string", "as on the comparison table"),
+    replace(CONTRACT_FINGERPRINT, meaning="the experiment's contract (its comparison's and guardrails' rows agree)"),
+    Column("metric", "string", "the offline metric (a declared metric of the comparison table)"),
+    K,
+    Column("mean", "string", "`macro` or `weighted`: which of the comparison's deltas"),
+    Column("offline_delta", "double", _OFFLINE),
+    Column("offline_ci_low", "double", _OFFLINE),
+    Column("offline_ci_high", "double", _OFFLINE),
+    Column("offline_significant", "boolean", "the offline interval excludes 0"),
+    Column("outcome", "string", "the release guardrail (its declared name)"),
+    Column("statistic", "string", "the guardrail's statistic: `rate`, `mean` or `pNN`"),
+    Column("better", "string", "`higher` or `lower`, as the guardrail declares"),
+    Column("outcome_difference", "double", _OUTCOME),
+    Column("outcome_ci_low", "double", _OUTCOME),
+    Column("outcome_ci_high", "double", _OUTCOME),
+    Column("outcome_improvement", "double", _IMPROVEMENT),
+    Column("outcome_improvement_ci_low", "double", _IMPROVEMENT),
+    Column("outcome_improvement_ci_high", "double", _IMPROVEMENT),
+    Column("outcome_significant", "boolean", "the outcome's interval excludes 0"),
+    Column("verdict", "string", "the guardrail's verdict on the release (`pass`, `fail`, `inconclusive`)"),
+    Column("agrees", "boolean",
+           "both significant: the offline delta and the improvement have the same sign; null unless both are"),
+    Column("false_win", "boolean", "the offline delta is significantly better and the outcome significantly worse"),
+))
+
+_WILSON = "directional agreement: `n_agree / n_both_significant`, and its Wilson interval (null below the minimum)"
+_SPEARMAN = ("Spearman's rank correlation of `offline_delta` and `outcome_improvement` over the experiments, and "
+             "its percentile bootstrap interval over experiments (null below the minimum)")
+#: ``ndcg-spark agreement``'s summary: one row per contract × metric × K × outcome, partitioned by the agreement run.
+AGREEMENT = TableSchema("agreement", (
+    Column("run_id", "string", "the agreement run that wrote the row (partition column)"),
+    replace(CONTRACT_FINGERPRINT,
+            meaning="the experiments' contract: one group per fingerprint, or `*` under `agreement.pool_contracts`"),
+    Column("metric", "string", "the offline metric"),
+    K,
+    Column("outcome", "string", "the release guardrail"),
+    Column("better", "string", "`higher` or `lower`, as the guardrail declares"),
+    Column("n_experiments", "bigint", "experiments with both the metric at K and the outcome"),
+    Column("enough", "boolean", "`n_experiments >= min_experiments`: otherwise counts only, no statistic"),
+    Column("note", "string", "below the minimum: says there are too few experiments; else null"),
+    Column("n_offline_significant", "bigint", "experiments whose offline interval excludes 0"),
+    Column("sensitivity", "double", "`n_offline_significant / n_experiments` (null below the minimum)"),
+    Column("n_outcome_significant", "bigint", "experiments whose outcome interval excludes 0"),
+    Column("n_both_significant", "bigint", "experiments where both are significant"),
+    Column("n_agree", "bigint", "of those, the ones whose offline delta pointed the way the outcome moved"),
+    Column("agreement", "double", _WILSON),
+    Column("agreement_ci_low", "double", _WILSON),
+    Column("agreement_ci_high", "double", _WILSON),
+    Column("n_false_wins", "bigint", "offline significantly better, outcome significantly worse (listed in the "
+                                      "experiment rows, `false_win`)"),
+    Column("spearman", "double", _SPEARMAN),
+    Column("spearman_ci_low", "double", _SPEARMAN),
+    Column("spearman_ci_high", "double", _SPEARMAN),
+    Column("best", "string",
+           "per contract × outcome: `best` on the metric × K of the highest correlation when its interval lies "
+           "above every other's; `tied` on it and every one whose interval overlaps it (not ranked); else null"),
+    Column("first_experiment", "string", "the first and last experiment's run"),
+    Column("last_experiment", "string", "the first and last experiment's run"),
+    Column("min_experiments", "int", "the declared choices (`agreement:`)"),
+    Column("ci_level", "double", "the declared choices (`agreement:`)"),
+    Column("bootstrap_replicates", "int", "the declared choices (`agreement:`)"),
+    Column("seed", "bigint", "the declared choices (`agreement:`)"),
+    Column("mean", "string", "the declared choices (`agreement:`)"),
+    CODE_VERSION,
+    CREATED_AT,
 ))
 
 # ---------------------------------------------------------------------------- the judging plan

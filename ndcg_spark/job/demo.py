@@ -138,3 +138,54 @@ def changed(document: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
     for section, values in change.items():
         out[section] = {**(out.get(section) or {}), **values}
     return out
+
+
+#: the history's folder beside the YAML's sample folder (``ndcg-spark sample`` writes it there too)
+HISTORY_FOLDER = "history"
+#: the history's night: this many days before today (a small night of 25 rankers)
+HISTORY_DAYS_BEFORE = 30
+#: the history's comparisons and releases: fewer replicates and sign flips (each experiment's own
+#: interval matters only as significant or not; 200 replicates settle that for a 300-request night)
+HISTORY_REPLICATES = 200
+#: the release outcomes each experiment is judged on (the sample's release guardrails)
+_RELEASE_CHECKS = ("task_completion", "time_to_procedure", "latency_p95", "safety_incidents")
+
+
+def history_night(today: dt.date) -> str:
+    """The run id of the history's night."""
+    return (today - dt.timedelta(days=HISTORY_DAYS_BEFORE)).isoformat()
+
+
+def history_jobs(document: dict[str, Any], history_folder: Path,
+                 rankers: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The YAML documents of the history: the night's scoring (the job's contract over the history's
+    candidates and judgments, stage 1 only: no aggregate, no report), then one comparison per
+    ranker against ``bm25`` with that ranker's release (release guardrails only, unsliced)."""
+    from ndcg_spark.sample.history import BASELINE
+
+    night = copy.deepcopy(document)
+    night["inputs"] = {"candidates": {"path": str(history_folder / "candidates")},
+                       "judgments": {"path": str(history_folder / "judgments")}}
+    for section in ("attributes", "aggregate", "judging"):  # no attributes: nothing sliced, nothing aggregated
+        night.pop(section, None)
+    night["outputs"] = {k: v for k, v in (night.get("outputs") or {}).items()
+                        if k in ("per_request", "run_status", "run_attempts", "comparison", "guardrails",
+                                 "agreement", "agreement_history")}
+    guardrails = copy.deepcopy(night.get("guardrails") or {})
+    release = {**(guardrails.get("release") or {}), "slices": []}
+    guardrails.pop("documents", None)
+    guardrails["checks"] = [c for c in guardrails.get("checks") or [] if c.get("name") in _RELEASE_CHECKS]
+    guardrails["bootstrap"] = {**(guardrails.get("bootstrap") or {}), "replicates": HISTORY_REPLICATES}
+    compare = {**(night.get("compare") or {}), "baseline": BASELINE, "permutations": HISTORY_REPLICATES,
+               "bootstrap": {**((night.get("compare") or {}).get("bootstrap") or {}),
+                             "replicates": HISTORY_REPLICATES}}
+    night.pop("compare", None)
+    night.pop("guardrails", None)
+    comparisons = []
+    for ranker in rankers:
+        job = copy.deepcopy(night)
+        job["compare"] = {**compare, "candidate": ranker}
+        job["guardrails"] = {**guardrails, "release": {
+            **release, "outcomes": {"path": str(history_folder / "release_outcomes" / ranker)}}}
+        comparisons.append(job)
+    return night, comparisons

@@ -59,11 +59,29 @@ def report_sources(spark: SparkSession, config: JobConfig, run_id: str) -> Repor
         comparison=written(config.output("comparison")),
         guardrails=written(config.output("guardrails")),
         judging=written(config.output("judging_plan")),
+        **_latest_agreement(spark, config),
         run_status=written(config.run_status(), merge_schema=True),  # rows of older versions lack the reason
         attempts=read_attempts(spark, config.run_attempts(), run_id),
         trend=_report_trend(spark, config, run_id),
         where=aggregate.describe(),
     )
+
+
+def _latest_agreement(spark: SparkSession, config: JobConfig) -> dict:
+    """The latest ``ndcg-spark agreement`` run's summary and experiment rows (by when they were
+    computed), or nothing when the job has no agreement table or it is empty."""
+    from pyspark.sql import functions as F
+
+    target = config.output("agreement")
+    summary = None if target is None else read_written(spark, target)
+    if summary is None:
+        return {}
+    latest = summary.orderBy(F.col("created_at").desc(), F.col("run_id").desc()).select("run_id").limit(1).collect()
+    if not latest:
+        return {}
+    run = latest[0]["run_id"]
+    history = read_written(spark, config.output("agreement_history"), run)
+    return {"agreement": summary.filter(F.col("run_id") == run), "agreement_history": history}
 
 
 #: runs a report's trend charts show when the YAML's ``trend.last`` does not say

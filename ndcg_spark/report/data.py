@@ -56,6 +56,9 @@ class ReportSources:
         The run's guardrail rows (:data:`ndcg_spark.guardrails.columns.GUARDRAIL_COLUMNS`, every
         slice): the Guardrails section and the overall verdict on the first screen. None or empty:
         the page is as without guardrails.
+    agreement, agreement_history : DataFrame, optional
+        One ``ndcg-spark agreement`` run's summary and experiment rows (the latest): the section
+        "Does the offline metric predict the release?". None or empty: no section.
     judging : DataFrame, optional
         The run's judging plan (``ndcg-spark judge-next``): the "What to judge next" section reads
         its head, its rows at 100 / 500 / 1,000 documents and its last row. None or empty: no section.
@@ -73,6 +76,8 @@ class ReportSources:
     trend: DataFrame | None = None
     guardrails: DataFrame | None = None
     judging: DataFrame | None = None
+    agreement: DataFrame | None = None
+    agreement_history: DataFrame | None = None
     where: str = "the aggregate table"
 
 
@@ -190,6 +195,9 @@ def collect_report_data(
         "trend": of_metric(trend_rows, headline),
         "guardrails": _rows(sources.guardrails) if sources.guardrails is not None else [],
         "judging": judging_rows(sources.judging) if sources.judging is not None else [],
+        "agreement": _rows(sources.agreement) if sources.agreement is not None else [],
+        "agreement_history": _rows(sources.agreement_history) if sources.agreement_history is not None else [],
+        "agreement_headline": (headline, max(r["k"] for r in every)),
         "histograms": hist,
         "config_file": config_file,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

@@ -22,6 +22,7 @@ from typing import Any
 
 from ndcg_spark.report.format import escape, safe_name
 from ndcg_spark.report.panel import headline, label
+from ndcg_spark.report.sections_agreement import section_agreement
 from ndcg_spark.report.sections_comparison import comparison_pairs, section_comparisons
 from ndcg_spark.report.sections_contract import section_contract
 from ndcg_spark.report.sections_first import section_first_screen
@@ -104,6 +105,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     body += section_comparisons(data)
     body += section_guardrails(data)
     if aggs:
+        body += section_agreement(data)
         body += section_slices(data)
         body += section_judging(data)
     body += section_distributions(data)
@@ -127,6 +129,7 @@ def _page_head(data: Mapping[str, Any]) -> list[str]:
     trend = [("trend", "Trend")] if overall_trend(data) else []
     guardrails = [("guardrails", "Guardrails")] if data.get("guardrails") else []
     judging = [("judging", "What to judge next")] if data.get("judging") else []
+    guardrails += [("agreement", "Offline vs release")] if data.get("agreement") and aggs else []
     nav = [("overall", "Overall"), *trend, *guardrails, ("slices", "Slices"), *judging, ("distributions", "Distributions"),
            ("contract", "Contract & accounting")] if aggs else [*guardrails, ("contract", "Contract & accounting")]
     out.append("<p>" + " · ".join(f"<a href='#{a}'>{escape(t)}</a>" for a, t in nav) + "</p>")
