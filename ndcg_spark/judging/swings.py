@@ -26,6 +26,7 @@ from ndcg_spark.config.attributes import Attributes
 from ndcg_spark.config.contract import Contract
 from ndcg_spark.errors import ContractError
 from ndcg_spark.frames import shuffles_sized_to
+from ndcg_spark.judging.batch import graded_lists
 from ndcg_spark.judging.lists import list_rows, request_lists
 from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.metrics.ranked_list import RankedList
@@ -183,7 +184,7 @@ def judging_swings(
                                   pool_version=pool_version)
             candidates, judgments = checked.candidates, checked.judgments
         rows = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
-        graded = graded_rows(request_lists(rows, judgments, contract), contract)
+        graded = graded_lists(request_lists(rows, judgments, contract), contract)
     per_k = F.posexplode(F.array(*[F.lit(k) for k in contract.k])).alias("_slot", "k")
     exploded = graded.select("*", per_k)
     slot = F.col("_slot") + F.lit(1)
