@@ -239,9 +239,12 @@ def _ideal_of(lst: _List, judged_ideal: Sequence[float] | None, setting: Setting
     return -np.sort(-np.asarray(others, dtype=float))
 
 
-def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: Setting) -> tuple:
-    """One request's ``(range, bound, docs)``: its documents' swings on the target with the sides
-    that show them, its unjudged range and the bound of what its first documents in swing order settle."""
+def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: Setting,
+             ranges: _OneListRanges | None = None) -> tuple:
+    """One request's ``((range, bound), docs)``: its unjudged range and the bound of what its first
+    documents in swing order settle, and its documents' swings on the target with the sides that
+    show them. With ``ranges``, a one-list request's ``(range, bound)`` is a function of the
+    solved ranges, its problems handed to ``ranges``."""
     by_side = {(lst.system, lst.pool_version): lst for lst in lists}
     xs = np.asarray(setting.xs)
     request_wide = list(dict.fromkeys(d for lst in lists for d in _unjudged(lst))) if setting.from_judgments else None
@@ -267,16 +270,127 @@ def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: S
         swing = _swing(per_side, row, setting)
         by = sorted(shown.get(d, []), key=lambda s: (s[0], s[1] is not None, s[1] or "", s[2]))
         out_docs.append((d, swing, by))
+    order = [d for _, d in sorted(((-s if s is not None else -math.inf, d) for d, s, _ in out_docs),
+                                  key=lambda t: (t[0], t[1]))]
+    if len(setting.sides) == 1 and setting.sides[0] in by_side and ranges is not None:
+        job = _one_list_job(by_side[setting.sides[0]], lists, judged_ideal, order, row["weight"], setting, ranges)
+        if job is not None:
+            return job, out_docs
     request = _request_lists(request_id, by_side, lists, judged_ideal, setting)
     if request is None or not request.unjudged():
-        return 0.0, None, out_docs
+        return (0.0, None), out_docs
     low, high = value_range(request, setting.scale)
     whole = high - low
     if not out_docs:
-        return whole, None, out_docs
-    order = [d for _, d in sorted(((-s if s is not None else -math.inf, d) for d, s, _ in out_docs),
-                                  key=lambda t: (t[0], t[1]))]
-    return whole, row["weight"] * settle_bound(request, setting.scale, order, whole), out_docs
+        return (whole, None), out_docs
+    return (whole, row["weight"] * settle_bound(request, setting.scale, order, whole)), out_docs
+
+
+def _one_list_job(lst: _List, lists: list[_List], judged_ideal, order: list, weight, setting: Setting,
+                  ranges: "_OneListRanges"):
+    """A one-list request's range and bound as :func:`~ndcg_spark.judging.spread.value_range` and
+    :func:`~ndcg_spark.judging.spread.settle_bound` give them, its problems handed to ``ranges``
+    (solved with every other request's of the batch): a function of the solved ranges. None when
+    a gain is negative (the general path then)."""
+    k = setting.k
+    weights = discounts(len(lst.doc_ids), k, lst.o1.tolist() if setting.tie_aware else None)
+    judged_dcg = 0.0
+    for gain, judged, w in zip(lst.gains.tolist(), lst.judged.tolist(), weights):
+        if judged:
+            judged_dcg += gain * w
+    fixed = (list(judged_ideal.tolist()) if judged_ideal is not None else []) if setting.from_judgments else \
+        [g for g, j in zip(lst.gains.tolist(), lst.judged.tolist()) if j]
+    if any(g < 0 for g in fixed) or any(g < 0 for g in setting.scale.gains):
+        return None
+    place_weight = {d: w for d, w, j in zip(lst.doc_ids, weights, lst.judged.tolist()) if not j}
+    open_docs = set(place_weight)
+    if setting.from_judgments:
+        open_docs |= {d for other in lists for d in _unjudged(other)}
+    if not open_docs:
+        return 0.0, None
+    doc_weights = [place_weight.get(d, 0.0) for d in order]
+    fixed.sort(reverse=True)
+    whole = ranges.add(judged_dcg, fixed[:k], doc_weights)
+    gains = sorted(setting.scale.gains)
+    ends = sorted({gains[0], gains[-1]})
+    steps = []
+    for j in range(1, len(order) + 1):
+        moved = math.fsum(doc_weights[:j])
+        steps.append([ranges.add(judged_dcg + g * moved, sorted(fixed + [g] * j, reverse=True)[:k], doc_weights[j:])
+                      for g in ends])
+    if not order:
+        return lambda solved: (solved[whole][1] - solved[whole][0], None)
+
+    def finish(solved):
+        low, high = solved[whole]
+        span = high - low
+        best = span / len(order) if set(order) >= open_docs else 0.0
+        for j, problems in enumerate(steps, start=1):
+            least = 0.0
+            for i in problems:
+                least = max(least, solved[i][1] - solved[i][0])
+            best = max(best, (span - least) / j)
+        return span, weight * best
+
+    return finish
+
+
+class _OneListRanges:
+    """The value ranges of one-list problems (a request with some documents judged), solved
+    together, by their shape: :meth:`ndcg_spark.judging.spread._Problem._solve_one_list` over
+    arrays of problems instead of one at a time."""
+
+    def __init__(self, scale: Scale) -> None:
+        self.scale = scale
+        self.shapes: dict[tuple[int, int], list[tuple[int, float, list[float], list[float]]]] = {}
+        self.count = 0
+
+    def add(self, judged_dcg: float, fixed: list[float], weights: Sequence[float]) -> int:
+        """A problem: the judged DCG, the fixed ideal's top K (largest first), the open documents'
+        discounts (0: it moves only the ideal); its index in :meth:`solve`'s answer."""
+        counted = sorted((w for w in weights if w != 0.0), reverse=True)
+        rest = min(sum(1 for w in weights if w == 0.0), self.scale.k)
+        self.shapes.setdefault((len(counted), rest), []).append((self.count, judged_dcg, fixed, counted))
+        self.count += 1
+        return self.count - 1
+
+    def solve(self) -> list[tuple[float, float]]:
+        """Every problem's ``(low, high)``, by index."""
+        from ndcg_spark.judging.spread import _options
+
+        k, scale = self.scale.k, self.scale
+        out: list[tuple[float, float]] = [(0.0, 0.0)] * self.count
+        logs = _logs(k)[:k]
+        for (m, rest), problems in self.shapes.items():
+            parts = ([_options(True, False, m, scale)] if m else []) + ([_options(False, True, rest, scale)] if rest else [])
+            picks = np.indices([len(p) for p in parts]).reshape(len(parts), -1) if parts else np.zeros((0, 1), dtype=int)
+            extra = np.concatenate([p[i] for p, i in zip(parts, picks)], axis=1) if parts else np.zeros((1, 0))
+            n_combos, width = extra.shape[0], k + extra.shape[1]
+            chunk = max(1, 2_000_000 // (n_combos * width))
+            for at in range(0, len(problems), chunk):
+                part = problems[at:at + chunk]
+                index = np.array([p[0] for p in part])
+                dcg = np.array([p[1] for p in part])
+                fixed = np.zeros((len(part), k))
+                for r, p in enumerate(part):
+                    fixed[r, :len(p[2])] = p[2]
+                ideals = np.concatenate([np.broadcast_to(fixed[:, None, :], (len(part), n_combos, k)),
+                                         np.broadcast_to(extra[None, :, :], (len(part), n_combos, extra.shape[1]))],
+                                        axis=2)
+                ideals = -np.sort(-ideals, axis=2)[:, :, :k]
+                idcg = (ideals / logs).sum(axis=2)
+                inverse = np.where(idcg > 0, 1.0 / np.where(idcg > 0, idcg, 1.0), 0.0)
+                top = bottom = dcg[:, None] * inverse
+                if m:
+                    weights = np.array([p[3] for p in part])
+                    coefficients = weights[:, None, :] * inverse[:, :, None]
+                    gains = extra[None, :, :m]
+                    top = top + (coefficients * gains).sum(axis=2)
+                    bottom = bottom + (coefficients[:, :, ::-1] * gains).sum(axis=2)
+                low, high = bottom.min(axis=1), top.max(axis=1)
+                for i, lo, hi in zip(index.tolist(), low.tolist(), high.tolist()):
+                    out[i] = (lo, hi) if lo <= hi else (0.0, 0.0)
+        return out
 
 
 def _swing(per_side: dict, row: dict, setting: Setting) -> float | None:
@@ -363,6 +477,7 @@ def measure_batches(batches: Iterator, setting: Setting, schema) -> Iterator:
         ideal_off = _offsets(ideal_col)
         ideal_values = _numbers(ideal_col.flatten())
         out = {"request_id": [], "weight": [], "range": [], "bound": [], "docs": []}
+        ranges, pending = _OneListRanges(setting.scale), []
         for r, request_id in enumerate(request_ids):
             row = {name: values[r] for name, values in rows.items()}
             own = []
@@ -371,13 +486,17 @@ def measure_batches(batches: Iterator, setting: Setting, schema) -> Iterator:
                     a, b = item_off[e], item_off[e + 1]
                     own.append(_List(systems[e], pools[e], doc_ids[a:b], gains[a:b], judged[a:b], o1[a:b]))
             judged_ideal = ideal_values[ideal_off[r]:ideal_off[r + 1]] if ideal_valid[r] else None
-            whole, bound, docs = _request(request_id, own, judged_ideal, row, setting) if own else (0.0, None, [])
+            measured, docs = _request(request_id, own, judged_ideal, row, setting, ranges) if own else ((0.0, None), [])
             out["request_id"].append(request_id)
             out["weight"].append(row["weight"])
-            out["range"].append(float(whole))
-            out["bound"].append(None if bound is None else float(bound))
+            pending.append(measured)
             out["docs"].append([{"doc_id": d, "swing": s, "shown_by": [
                 {"system": sy, "pool_version": pv, "rank": rank} for sy, pv, rank in by]} for d, s, by in docs])
+        solved = ranges.solve()
+        for measured in pending:
+            whole, bound = measured(solved) if callable(measured) else measured
+            out["range"].append(float(whole))
+            out["bound"].append(None if bound is None else float(bound))
         yield pa.RecordBatch.from_pydict(out, schema=schema)
 
 
