@@ -43,7 +43,8 @@ def _random_request(rng: random.Random):
         o1 = np.array(sorted(rng.choice([1.0, 2.0, 3.0]) for _ in range(m))) if tie else np.arange(m, dtype=float)
         lists.append(_List(system, None, docs, np.array([np.nan if truth[d] is None else truth[d] for d in docs]),
                            np.array([truth[d] is not None for d in docs]), o1))
-    judged_ideal = np.array(sorted((g for g in truth.values() if g is not None), reverse=True)) if from_judgments else None
+    judged = sorted((g for g in truth.values() if g is not None), reverse=True)
+    judged_ideal = np.array(judged) if from_judgments else None
     setting = Setting((("A", None),), k, "aggregate", xs, scale, rng.random() < 0.3, tie, from_judgments,
                       rng.random() < 0.5, 10.0, 20.0)
     return lists, judged_ideal, setting, {"weight": rng.choice([1.0, 3.0]), "in_mean": True, "v0": 0.5}

@@ -50,7 +50,8 @@ def _logs(k: int) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _prefix(k: int) -> np.ndarray:
-    """``D[j] = sum over p = 1..j of 1/log2(p + 1)``, ``j = 0 .. k`` (:func:`~ndcg_spark.metrics.dcg.discount_prefix`)."""
+    """``D[j] = sum over p = 1..j of 1/log2(p + 1)``, ``j = 0 .. k``
+    (:func:`~ndcg_spark.metrics.dcg.discount_prefix`)."""
     out = [0.0]
     for p in range(1, k + 1):
         out.append(out[-1] + 1.0 / math.log2(p + 1))
@@ -125,7 +126,7 @@ def graded_ndcg(gains: np.ndarray, judged: np.ndarray, o1: np.ndarray | None, pl
     places = np.asarray(places, dtype=np.int64)
     xs = np.asarray(xs, dtype=float)
     shown = places >= 0
-    values = np.where(judged, np.nan_to_num(gains, nan=0.0), 0.0)
+    values = np.where(judged, gains, 0.0)
     if condenses:
         seq = np.flatnonzero(judged)
         before = np.concatenate([[0], np.cumsum(judged)])[np.where(shown, places, 0)]  # judged places above each
@@ -160,7 +161,8 @@ def graded_ndcg(gains: np.ndarray, judged: np.ndarray, o1: np.ndarray | None, pl
             if n_groups else np.zeros((len(places), len(xs)))
         alone = _contribution(x + 0.0 * before[:, None], np.ones((len(places), 1), dtype=np.int64),
                               before[:, None], k, tie_aware)
-        dcg = np.where(joins[:, None], prefix[group][:, None] + joined + suffix[np.minimum(group + 1, n_groups)][:, None],
+        after = suffix[np.minimum(group + 1, n_groups)][:, None]
+        dcg = np.where(joins[:, None], prefix[group][:, None] + joined + after,
                        prefix[group][:, None] + alone + suffix[group][:, None])
     else:
         group = of[before] if len(of) else np.zeros(len(places), dtype=np.int64)
@@ -180,7 +182,7 @@ def graded_ndcg(gains: np.ndarray, judged: np.ndarray, o1: np.ndarray | None, pl
 def list_now(gains: np.ndarray, judged: np.ndarray, o1: np.ndarray | None, k: int, *, condenses: bool,
              tie_aware: bool, ideal: np.ndarray) -> float:
     """The list's NDCG@k as it is (NaN without an ideal); ``ideal``: every gain of it, largest first."""
-    values = np.where(judged, np.nan_to_num(gains, nan=0.0), 0.0)
+    values = np.where(judged, gains, 0.0)
     seq = np.flatnonzero(judged) if condenses else np.arange(len(gains))
     starts, sizes, totals, _ = _groups(values[seq], None if (o1 is None or not tie_aware) else o1[seq])
     dcg = float(np.sum(_contribution(totals, sizes, starts, k, tie_aware)))
@@ -233,7 +235,7 @@ def _ideal_of(lst: _List, judged_ideal: Sequence[float] | None, setting: Setting
     if setting.condenses:
         others = lst.gains[lst.judged]
     else:
-        values = np.where(lst.judged, np.nan_to_num(lst.gains, nan=0.0), 0.0)
+        values = np.where(lst.judged, lst.gains, 0.0)
         first = np.flatnonzero(~lst.judged)
         others = np.delete(values, first[0]) if len(first) else values
     return -np.sort(-np.asarray(others, dtype=float))
@@ -266,8 +268,7 @@ def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: S
             if p >= 0:
                 shown.setdefault(d, []).append((side[0], side[1], int(p) + 1))
     out_docs = []
-    for d, per_side in graded.items():
-        swing = _swing(per_side, row, setting)
+    for d, swing in zip(graded, _swings(graded, row, setting)):
         by = sorted(shown.get(d, []), key=lambda s: (s[0], s[1] is not None, s[1] or "", s[2]))
         out_docs.append((d, swing, by))
     order = [d for _, d in sorted(((-s if s is not None else -math.inf, d) for d, s, _ in out_docs),
@@ -362,8 +363,10 @@ class _OneListRanges:
         out: list[tuple[float, float]] = [(0.0, 0.0)] * self.count
         logs = _logs(k)[:k]
         for (m, rest), problems in self.shapes.items():
-            parts = ([_options(True, False, m, scale)] if m else []) + ([_options(False, True, rest, scale)] if rest else [])
-            picks = np.indices([len(p) for p in parts]).reshape(len(parts), -1) if parts else np.zeros((0, 1), dtype=int)
+            parts = (([_options(True, False, m, scale)] if m else [])
+                     + ([_options(False, True, rest, scale)] if rest else []))
+            picks = (np.indices([len(p) for p in parts]).reshape(len(parts), -1) if parts
+                     else np.zeros((0, 1), dtype=int))
             extra = np.concatenate([p[i] for p, i in zip(parts, picks)], axis=1) if parts else np.zeros((1, 0))
             n_combos, width = extra.shape[0], k + extra.shape[1]
             chunk = max(1, 2_000_000 // (n_combos * width))
@@ -393,34 +396,38 @@ class _OneListRanges:
         return out
 
 
-def _swing(per_side: dict, row: dict, setting: Setting) -> float | None:
-    """``max - min`` of the target's mean over the gains, the document's request at each (as
-    :func:`~ndcg_spark.judging.target.target_swings`)."""
-    n_sides = len(setting.sides)
+def _swings(graded: dict, row: dict, setting: Setting) -> list[float | None]:
+    """Each graded document's ``max - min`` of the target's mean over the gains, its request at
+    each (as :func:`~ndcg_spark.judging.target.target_swings`: the same terms, in the same order)."""
+    n_docs, n_gains = len(graded), len(setting.xs)
+    if not n_docs:
+        return []
+    sides = []
+    for i in range(len(setting.sides)):
+        now = row[f"v{i}"]
+        values = np.full((n_docs, n_gains), math.nan if now is None else float(now))
+        for u, per_side in enumerate(graded.values()):
+            if i in per_side:
+                v = per_side[i]
+                zero = setting.empty_is_zero and setting.kind == "aggregate"  # no ideal counts 0 there
+                values[u] = np.where(np.isnan(v), 0.0, v) if zero else v
+        sides.append(values)
+    counted = ~np.isnan(sides[0]) if len(sides) == 1 else ~np.isnan(sides[0]) & ~np.isnan(sides[1])
+    value = sides[0] if len(sides) == 1 else sides[0] - sides[1]
     weight, in_mean = row["weight"], row["in_mean"]
-    now = row["v0"] if n_sides == 1 else (None if row["v0"] is None or row["v1"] is None else row["v0"] - row["v1"])
-    means = []
-    for j in range(len(setting.xs)):
-        values = []
-        for i in range(n_sides):
-            if i not in per_side:
-                values.append(row[f"v{i}"])
-                continue
-            v = per_side[i][j]
-            v = None if math.isnan(v) else float(v)
-            if v is None and setting.empty_is_zero and setting.kind == "aggregate":
-                v = 0.0
-            values.append(v)
-        counted = all(v is not None for v in values)
-        value = (values[0] if n_sides == 1 else values[0] - values[1]) if counted else None
-        total = setting.total - (weight * now if in_mean else 0.0) + (weight * value if counted else 0.0)
-        count = setting.count - (weight if in_mean else 0.0) + (weight if counted else 0.0)
-        if count > 0:
-            means.append(total / count)
-    return max(means) - min(means) if means else None
+    now = row["v0"] if len(sides) == 1 else (None if row["v0"] is None or row["v1"] is None else row["v0"] - row["v1"])
+    total = (setting.total - (weight * now if in_mean else 0.0)) + np.where(counted, weight * value, 0.0)
+    count = (setting.count - (weight if in_mean else 0.0)) + np.where(counted, weight, 0.0)
+    means = np.where(count > 0, total / np.where(count > 0, count, 1.0), math.nan)
+    known = ~np.isnan(means).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        filled = np.where(known[:, None], means, 0.0)
+        swing = np.nanmax(filled, axis=1) - np.nanmin(filled, axis=1)
+    return [float(v) if k else None for v, k in zip(swing.tolist(), known.tolist())]
 
 
-def _request_lists(request_id, by_side: dict, lists: list[_List], judged_ideal, setting: Setting) -> RequestLists | None:
+def _request_lists(request_id, by_side: dict, lists: list[_List], judged_ideal,
+                   setting: Setting) -> RequestLists | None:
     """The request as the spread sees it (:func:`~ndcg_spark.judging.target.request_lists_of`)."""
     shown = []
     for side in setting.sides:
@@ -434,7 +441,8 @@ def _request_lists(request_id, by_side: dict, lists: list[_List], judged_ideal, 
         return RequestLists(request_id, tuple(shown), None)
     mine = {s.doc_id for side in shown for s in side}
     others = sorted({d for lst in lists for d in _unjudged(lst)} - mine)
-    return RequestLists(request_id, tuple(shown), tuple(() if judged_ideal is None else judged_ideal.tolist()), tuple(others))
+    judged_gains = tuple(() if judged_ideal is None else judged_ideal.tolist())
+    return RequestLists(request_id, tuple(shown), judged_gains, tuple(others))
 
 
 def _offsets(array) -> np.ndarray:
@@ -593,7 +601,7 @@ def graded_batches(batches: Iterator, ks: tuple[int, ...], xs: tuple[float, ...]
                 if from_judgments:
                     now_ideal = ideal
                 else:
-                    now_ideal = -np.sort(-np.where(lst.judged, np.nan_to_num(lst.gains, nan=0.0), 0.0)[
+                    now_ideal = -np.sort(-np.where(lst.judged, lst.gains, 0.0)[
                         lst.judged if condenses else slice(None)])
                 now = _nulls([list_now(lst.gains, lst.judged, lst.o1, k, condenses=condenses, tie_aware=tie_aware,
                                        ideal=now_ideal) for k in ks])

@@ -15,9 +15,10 @@ document is planned leaves nothing. docs/judging.md says why it cannot be stated
 judges' grades will meet, and what the re-run then provably gives.
 
 Cost: the scoring (or a given per-request table), one more pass over the inputs (each request's
-lists, collected once: :mod:`ndcg_spark.judging.lists`; each request's range computed from them
-by a Python function on the executors), each document's swing, and on the driver the curves of
-the requests the plan reaches (their lists and swings collected) and their order.
+lists, collected once: :mod:`ndcg_spark.judging.lists`), one pass over those lists computing each
+request's swings, range and bound together in numpy on the executors
+(:mod:`ndcg_spark.judging.batch`), and on the driver the curves of the requests the plan reaches
+(their lists and swings collected) and their order.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from ndcg_spark.config.judging_spec import JudgingSpec
 from ndcg_spark.config.schemas import JUDGING_PLAN
 from ndcg_spark.errors import ContractError, InputError
 from ndcg_spark.frames import persist_coalesced, shuffles_for_rows, shuffles_sized_to
-from ndcg_spark.judging.batch import request_measures
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
 from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
@@ -146,12 +146,15 @@ def judge_next(
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
             with shuffles_for_rows(candidates.sparkSession, sums.requests):  # each request's lists: as large as the input
                 lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
+                from ndcg_spark.judging.batch import request_measures  # numpy: imported when used
+
                 scale = Scale.of(grade_gains, k)
                 measured = _kept(persist_coalesced(request_measures(rows, lists, target, scale, contract, sums)),
                                  handles)
             swings = measured.select("request_id", F.explode("docs").alias("d")).select(
                 "request_id", "d.doc_id", "d.swing", "d.shown_by")
-            spread = Spread.of([r.asDict() for r in measured.select("request_id", "weight", "range", "bound").collect()])
+            ranges = measured.select("request_id", "weight", "range", "bound").collect()
+            spread = Spread.of([r.asDict() for r in ranges])
             order = _ordered(swings, lists, target, scale, contract, spread, spec.budget)
             plan = _plan_rows(order, spread, scale)
         finally:
