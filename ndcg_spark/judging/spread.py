@@ -1,5 +1,5 @@
 """The unjudged spread of one request: how far its unjudged documents can move it, and how much of
-that a set of judgments can leave (pure Python).
+that a set of judgments can leave (Python; a one-list target's combinations in numpy).
 
 A request's value on a target is its NDCG at the target's K (one system's mean) or the difference
 of two (a comparison's delta, candidate first); without an ideal a side counts 0 here (judging can
