@@ -19,6 +19,7 @@ files, as passes over the inputs (records read / the inputs' rows; a cached tabl
 few records, so a pass reads as a little over 1.0)::
 
     .venv/bin/python benchmarks/judging.py --rows 4000000 --repeat 2
+    .venv/bin/python benchmarks/judging.py --data rows --rows 1000000 --repeat 1 --cases score "plan | scored"
 
 Figures of the last run: docs/benchmarks.md ("What to judge next").
 """
@@ -138,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=4_000_000, help="datagen's candidate rows")
     parser.add_argument("--budget", type=int, default=None, help="documents (default: the YAML's, else 1000)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--cases", nargs="+", choices=("score", "plan | scored", "plan"),
+                        default=["score", "plan | scored", "plan"], help="the cases to run (default: all three)")
     run.data_arguments(parser)
     args = parser.parse_args(argv)
 
@@ -155,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             last_plan = None
             for round_ in range(args.repeat):
                 for name, work in cases(spark, n).items():
+                    if name not in args.cases:
+                        continue
                     spark.catalog.clearCache()
                     t = timed(spark, work)
                     line = (f"  round {round_ + 1}  {name:<14} {t['s']:7.1f} s  {t['jobs']:3} Spark jobs  "

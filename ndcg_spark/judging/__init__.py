@@ -7,7 +7,9 @@ mean or a comparison, and the documents that settle the most of the unjudged spr
 * :mod:`~ndcg_spark.judging.target`: a plan's target (one system's mean, or two rankers' delta), each
   document's swing on it and the target's unjudged spread;
 * :mod:`~ndcg_spark.judging.spread`: a request's unjudged range (every grading of its unjudged
-  documents) and the most a judging can leave of it (pure Python);
+  documents) and the most a judging can leave of it (Python; one list's combinations in numpy);
+* :mod:`~ndcg_spark.judging.batch`: each request's swings, range and bound in one numpy pass over
+  each partition's lists on the executors (``mapInArrow``);
 * :mod:`~ndcg_spark.judging.order`: the plan's order, the steps that settle the most per judgment (pure Python);
 * :mod:`~ndcg_spark.judging.plan`: :func:`judge_next`, the plan.
 

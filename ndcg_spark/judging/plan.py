@@ -15,16 +15,17 @@ document is planned leaves nothing. docs/judging.md says why it cannot be stated
 judges' grades will meet, and what the re-run then provably gives.
 
 Cost: the scoring (or a given per-request table), one more pass over the inputs (each request's
-lists, collected once: :mod:`ndcg_spark.judging.lists`; each request's range computed from them
-by a Python function on the executors), each document's swing, and on the driver the curves of
-the requests the plan reaches (their lists and swings collected) and their order.
+lists, collected once: :mod:`ndcg_spark.judging.lists`), one pass over those lists computing each
+request's swings, range and bound together in numpy on the executors
+(:mod:`ndcg_spark.judging.batch`), and on the driver the curves of the requests the plan reaches
+(their lists and swings collected) and their order.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
@@ -40,17 +41,15 @@ from ndcg_spark.frames import persist_coalesced, shuffles_for_rows, shuffles_siz
 from ndcg_spark.judging.lists import request_lists
 from ndcg_spark.judging.order import MAX_GRADINGS, Curve, plan_order
 from ndcg_spark.judging.spread import RequestLists, Scale, gradings, worst_case
-from ndcg_spark.judging.swings import graded_rows, scale_of, tie_aware
+from ndcg_spark.judging.swings import scale_of, tie_aware
 from ndcg_spark.measures.ndcg import NDCG
 from ndcg_spark.judging.target import (
     Spread,
     Target,
     present,
     request_lists_of,
-    request_ranges,
     target_rows,
     target_sums,
-    target_swings,
 )
 from ndcg_spark.scoring.score import score_requests, scoring_rows
 from ndcg_spark.validation.shell_check import shell_check
@@ -147,10 +146,15 @@ def judge_next(
             rows_source = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
             with shuffles_for_rows(candidates.sparkSession, sums.requests):  # each request's lists: as large as the input
                 lists = _kept(persist_coalesced(request_lists(rows_source, judgments, contract)), handles)
-                swings = _kept(persist_coalesced(_swings(lists, rows, target, sums, contract)), handles)
-            scale = Scale.of(grade_gains, k)
-            measured = request_ranges(rows, lists, target, scale, tie_aware(contract), swings)
-            spread = Spread.of([r.asDict() for r in measured.collect()])
+                from ndcg_spark.judging.batch import request_measures  # numpy: imported when used
+
+                scale = Scale.of(grade_gains, k)
+                measured = _kept(persist_coalesced(request_measures(rows, lists, target, scale, contract, sums)),
+                                 handles)
+            swings = measured.select("request_id", F.explode("docs").alias("d")).select(
+                "request_id", "d.doc_id", "d.swing", "d.shown_by")
+            ranges = measured.select("request_id", "weight", "range", "bound").collect()
+            spread = Spread.of([r.asDict() for r in ranges])
             order = _ordered(swings, lists, target, scale, contract, spread, spec.budget)
             plan = _plan_rows(order, spread, scale)
         finally:
@@ -181,14 +185,6 @@ def _sides(pairs: list[Any], spec: JudgingSpec, baseline: Any, candidate: Any) -
                                 f"({', '.join(map(str, systems[:10]))})")
         chosen = systems[0]
     return (Side.parse(chosen, "judging.system"),)
-
-
-def _swings(lists: DataFrame, rows: DataFrame, target: Target, sums, contract: Contract) -> DataFrame:
-    """Every reachable document's swing on the target (:func:`~ndcg_spark.judging.target.target_swings`)."""
-    at_k = replace(contract, k=(target.k,))  # the target's K only: a list is graded once per gain, not per K
-    graded = graded_rows(lists, at_k, target.sides).withColumn("at", F.transform("graded", lambda g: g[0]))
-    n_gains = len({gain for _, gain in scale_of(contract)})
-    return target_swings(graded, rows, target, sums, not contract.empty_ideal.sets_aside, n_gains)
 
 
 @dataclass

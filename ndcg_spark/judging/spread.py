@@ -1,5 +1,5 @@
 """The unjudged spread of one request: how far its unjudged documents can move it, and how much of
-that a set of judgments can leave (pure Python).
+that a set of judgments can leave (Python; a one-list target's combinations in numpy).
 
 A request's value on a target is its NDCG at the target's K (one system's mean) or the difference
 of two (a comparison's delta, candidate first); without an ideal a side counts 0 here (judging can
@@ -47,6 +47,7 @@ the plain-Python oracle.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -289,6 +290,10 @@ class _Problem:
 
     def _solve(self, scale: Scale) -> None:
         """``low`` and ``high``: over each group's options, the ideals then fixed, the two rearrangements."""
+        self.low, self.high = self._solve_one_list(scale) if len(self.signs) == 1 else self._solve_every(scale)
+
+    def _solve_every(self, scale: Scale) -> tuple[float, float]:
+        """``(low, high)`` combination by combination (any number of lists)."""
         low, high = math.inf, -math.inf
         for combo in itertools.product(*(g.options(scale) for g in self.groups)):
             ideals = [list(f) for f in self.fixed_ideal]
@@ -305,4 +310,47 @@ class _Problem:
                     top += sum(c * g for c, g in zip(coefficients, gains))
                     bottom += sum(c * g for c, g in zip(reversed(coefficients), gains))
             low, high = min(low, bottom), max(high, top)
-        self.low, self.high = (low, high) if low <= high else (0.0, 0.0)
+        return (low, high) if low <= high else (0.0, 0.0)
+
+    def _solve_one_list(self, scale: Scale) -> tuple[float, float]:
+        """:meth:`_solve` for one list (a system's mean), every combination of the groups' options at
+        once in numpy: the same ideals, inverses and rearrangements, the sums added in another order."""
+        import numpy as np
+
+        parts = [_options(g.counted, g.monotone, len(g.members), scale) for g in self.groups]
+        picks = np.indices([len(p) for p in parts]).reshape(len(parts), -1) if parts else np.zeros((0, 1), dtype=int)
+        extra = [p[i] for p, i in zip(parts, picks)]
+        fixed = np.asarray(self.fixed_ideal[0], dtype=float)
+        n = picks.shape[1]
+        ideals = np.concatenate([np.broadcast_to(fixed, (n, len(fixed))), *extra], axis=1)
+        ideals = -np.sort(-ideals, axis=1)[:, :self.k]
+        idcg = (ideals / _log2_places(ideals.shape[1])).sum(axis=1)
+        with np.errstate(divide="ignore"):
+            inverse = np.where(idcg > 0, 1.0 / np.where(idcg > 0, idcg, 1.0), 0.0)
+        top = bottom = self.signs[0] * self.judged_dcg[0] * inverse
+        for group, gains in zip(self.groups, extra):
+            if group.counted:  # gains largest first: with the coefficients sorted alike, the largest sum
+                weights = np.sort(np.array([self.weights[d][0] for d in group.members]))[::-1]
+                coefficients = self.signs[0] * weights[None, :] * inverse[:, None]
+                top = top + (coefficients * gains).sum(axis=1)
+                bottom = bottom + (coefficients[:, ::-1] * gains).sum(axis=1)
+        low, high = float(bottom.min()), float(top.max())
+        return (low, high) if low <= high else (0.0, 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _options(counted: bool, monotone: bool, size: int, scale: Scale):
+    """:meth:`_Group.options` as a numpy array (one row per option), cached by the group's shape."""
+    import numpy as np
+
+    group = _Group((), [""] * size, counted, monotone)
+    rows = group.options(scale)
+    return np.array(rows, dtype=float).reshape(len(rows), len(rows[0]) if rows else 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _log2_places(n: int):
+    """``log2(p + 2)`` for the ideal's places ``p = 0 .. n - 1`` (IDCG's divisors)."""
+    import numpy as np
+
+    return np.array([math.log2(p + 2.0) for p in range(n)])

@@ -7,10 +7,12 @@ candidates stay unjudged (gain 0 in place, or dropped under ``unjudged: exclude`
 judged document now takes a place and moves the later ones down), the ideal is the list's
 (``ideal_from: candidates``) or every judged document of the request with this one added
 (``ideal_from: judgments``: the document enters the ideal of every system of the request, shown
-or not), ties averaged under ``ties: average``. Native Spark expressions over the collected lists
-(:mod:`ndcg_spark.judging.lists`): per list of M candidates and U documents, O(U x S x M) for S
-distinct gains of the scale (O(U x M^2) more under ``unjudged: exclude`` with ``ties: average``,
-whose tie groups change).
+or not), ties averaged under ``ties: average``. :func:`judging_swings` computes them on a numpy
+worker over Arrow batches of the collected lists (:mod:`ndcg_spark.judging.batch`: prefix and
+suffix sums over the list's places, O(M log M + U x S) per list of M candidates and U documents
+for S distinct gains of the scale); :func:`graded_rows` gives the same rows from native Spark
+expressions (interpreted higher-order array functions: O(U x S x M), O(U x M^2) more under
+``unjudged: exclude`` with ``ties: average``, whose tie groups change).
 
 ``tests/test_judging.py`` checks every value against the plain-Python oracle scoring each grading.
 """
@@ -183,7 +185,9 @@ def judging_swings(
                                   pool_version=pool_version)
             candidates, judgments = checked.candidates, checked.judgments
         rows = scoring_rows(candidates, judgments, contract, system, pool_version, integer_ids=False)
-        graded = graded_rows(request_lists(rows, judgments, contract), contract)
+        from ndcg_spark.judging.batch import graded_lists  # numpy: imported when used
+
+        graded = graded_lists(request_lists(rows, judgments, contract), contract)
     per_k = F.posexplode(F.array(*[F.lit(k) for k in contract.k])).alias("_slot", "k")
     exploded = graded.select("*", per_k)
     slot = F.col("_slot") + F.lit(1)
