@@ -459,6 +459,33 @@ def _numbers(array) -> np.ndarray:
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=float)
 
 
+def _requests_of(columns: dict) -> Iterator[tuple]:
+    """A batch's requests, in order: ``(request_id, its lists, its judged ideal)`` -- no list when
+    the request's ``lists`` is null, no ideal when its ``judged_ideal`` is."""
+    lists = columns["lists"]
+    valid = np.asarray(lists.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    list_off = _offsets(lists)
+    entries = _fields(lists.flatten())
+    systems, pools = entries["system"].to_pylist(), entries["pool_version"].to_pylist()
+    items = entries["items"]
+    item_off = _offsets(items)
+    item = _fields(items.flatten())
+    doc_ids = item["doc_id"].to_pylist()
+    gains, judged = _numbers(item["gain"]), np.asarray(item["judged"].to_numpy(zero_copy_only=False), dtype=bool)
+    o1 = item["o1"].to_numpy(zero_copy_only=False)
+    ideal_col = columns["judged_ideal"]
+    ideal_valid = np.asarray(ideal_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    ideal_off = _offsets(ideal_col)
+    ideal_values = _numbers(ideal_col.flatten())
+    for r, request_id in enumerate(columns["request_id"].to_pylist()):
+        own = []
+        if valid[r]:
+            for e in range(list_off[r], list_off[r + 1]):
+                a, b = item_off[e], item_off[e + 1]
+                own.append(_List(systems[e], pools[e], doc_ids[a:b], gains[a:b], judged[a:b], o1[a:b]))
+        yield request_id, own, ideal_values[ideal_off[r]:ideal_off[r + 1]] if ideal_valid[r] else None
+
+
 def measure_batches(batches: Iterator, setting: Setting, schema) -> Iterator:
     """The worker (``mapInArrow``): per request row of ``batches`` (``request_id, weight, v0[, v1],
     in_mean, lists, judged_ideal``) one row ``request_id, weight, range, bound, docs``."""
@@ -466,34 +493,13 @@ def measure_batches(batches: Iterator, setting: Setting, schema) -> Iterator:
 
     for batch in batches:
         columns = {name: batch.column(name) for name in batch.schema.names}
-        request_ids = columns["request_id"].to_pylist()
         rows = {name: columns[name].to_pylist() for name in ("weight", "in_mean", *[f"v{i}" for i in
                                                                                    range(len(setting.sides))])}
-        lists = columns["lists"]
-        valid = np.asarray(lists.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        list_off = _offsets(lists)
-        entries = _fields(lists.flatten())
-        systems, pools = entries["system"].to_pylist(), entries["pool_version"].to_pylist()
-        items = entries["items"]
-        item_off = _offsets(items)
-        item = _fields(items.flatten())
-        doc_ids = item["doc_id"].to_pylist()
-        gains, judged = _numbers(item["gain"]), np.asarray(item["judged"].to_numpy(zero_copy_only=False), dtype=bool)
-        o1 = item["o1"].to_numpy(zero_copy_only=False)
-        ideal_col = columns["judged_ideal"]
-        ideal_valid = np.asarray(ideal_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        ideal_off = _offsets(ideal_col)
-        ideal_values = _numbers(ideal_col.flatten())
+        requests = _requests_of(columns)
         out = {"request_id": [], "weight": [], "range": [], "bound": [], "docs": []}
         ranges, pending = _OneListRanges(setting.scale), []
-        for r, request_id in enumerate(request_ids):
+        for r, (request_id, own, judged_ideal) in enumerate(requests):
             row = {name: values[r] for name, values in rows.items()}
-            own = []
-            if valid[r]:
-                for e in range(list_off[r], list_off[r + 1]):
-                    a, b = item_off[e], item_off[e + 1]
-                    own.append(_List(systems[e], pools[e], doc_ids[a:b], gains[a:b], judged[a:b], o1[a:b]))
-            judged_ideal = ideal_values[ideal_off[r]:ideal_off[r + 1]] if ideal_valid[r] else None
             measured, docs = _request(request_id, own, judged_ideal, row, setting, ranges) if own else ((0.0, None), [])
             out["request_id"].append(request_id)
             out["weight"].append(row["weight"])
@@ -563,31 +569,10 @@ def graded_batches(batches: Iterator, ks: tuple[int, ...], xs: tuple[float, ...]
     gains_x = np.asarray(xs, dtype=float)
     for batch in batches:
         columns = {name: batch.column(name) for name in batch.schema.names}
-        request_ids = columns["request_id"].to_pylist()
-        lists = columns["lists"]
-        valid = np.asarray(lists.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        list_off = _offsets(lists)
-        entries = _fields(lists.flatten())
-        systems, pools = entries["system"].to_pylist(), entries["pool_version"].to_pylist()
-        items = entries["items"]
-        item_off = _offsets(items)
-        item = _fields(items.flatten())
-        doc_ids = item["doc_id"].to_pylist()
-        gains, judged = _numbers(item["gain"]), np.asarray(item["judged"].to_numpy(zero_copy_only=False), dtype=bool)
-        o1 = item["o1"].to_numpy(zero_copy_only=False)
-        ideal_col = columns["judged_ideal"]
-        ideal_valid = np.asarray(ideal_col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        ideal_off = _offsets(ideal_col)
-        ideal_values = _numbers(ideal_col.flatten())
+        requests = _requests_of(columns)
         out = {name: [] for name in ("system", "pool_version", "request_id", "doc_id", "rank", "now", "graded")}
         setting_ = Setting((), 0, "", xs, Scale((), 0), condenses, tie_aware, from_judgments, False, 0.0, 0.0)
-        for r, request_id in enumerate(request_ids):
-            if not valid[r]:
-                continue
-            own = [_List(systems[e], pools[e], doc_ids[item_off[e]:item_off[e + 1]], gains[item_off[e]:item_off[e + 1]],
-                         judged[item_off[e]:item_off[e + 1]], o1[item_off[e]:item_off[e + 1]])
-                   for e in range(list_off[r], list_off[r + 1])]
-            judged_ideal = ideal_values[ideal_off[r]:ideal_off[r + 1]] if ideal_valid[r] else None
+        for request_id, own, judged_ideal in requests:
             request_wide = list(dict.fromkeys(d for lst in own for d in _unjudged(lst))) if from_judgments else None
             for lst in own:
                 if sides is not None and (lst.system, lst.pool_version) not in sides:
