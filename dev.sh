@@ -95,6 +95,8 @@ case "$cmd" in
       -m "(not slow or grid) and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
       tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py tests/test_shell_check.py \
+      "tests/test_guardrails.py::test_release_statistics_intervals_and_verdicts_match_a_plain_python_oracle" \
+      "tests/test_guardrails.py::test_offline_flags_per_system_k_and_slice_match_an_oracle" \
       "tests/test_docs.py::test_python_examples_run[README.md]" ndcg_spark "$@"
     ;;
   test-formats)

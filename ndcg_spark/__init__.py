@@ -49,7 +49,7 @@ _EXPORTS = {
     "judging_swings": "ndcg_spark.judging.swings",
     "AgreementSpec": "ndcg_spark.config.agreement_spec",
     "experiment_history": "ndcg_spark.agreement.history",
-    "agreement": "ndcg_spark.agreement.summary",
+    "agreement_summary": "ndcg_spark.agreement.summary",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -81,7 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ndcg_spark.judging.swings import judging_swings
     from ndcg_spark.config.agreement_spec import AgreementSpec
     from ndcg_spark.agreement.history import experiment_history
-    from ndcg_spark.agreement.summary import agreement
+    from ndcg_spark.agreement.summary import agreement_summary
 
 
 def __getattr__(name: str) -> Any:

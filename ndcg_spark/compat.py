@@ -117,3 +117,16 @@ def parameterized_sql(session: SparkSession, statement: str, args: Mapping[str, 
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def to_arrow(df: DataFrame):
+    """``df`` collected to the driver as one ``pyarrow.Table``: ``DataFrame.toArrow()`` from pyspark
+    4.0 on (classic and Connect); on 3.5, where it does not exist, the classic session's Arrow batches
+    (``_collect_as_arrow``), with the table's schema when there are none."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    batches = df._collect_as_arrow()
+    return pa.Table.from_batches(batches) if batches else to_arrow_schema(df.schema).empty_table()

@@ -19,7 +19,7 @@ from ndcg_spark.agreement.statistics import (
     summarize,
     wilson_interval,
 )
-from ndcg_spark.agreement.summary import SUMMARY_COLUMNS, agreement
+from ndcg_spark.agreement.summary import SUMMARY_COLUMNS, agreement_summary
 from ndcg_spark.config.agreement_spec import AgreementSpec
 from ndcg_spark.errors import ContractError
 
@@ -286,7 +286,7 @@ def test_agreement_dataframe_is_the_summary_of_the_collected_history(spark):
     history = spark.createDataFrame([tuple(r[c] for c in HISTORY_COLUMNS) for r in history_rows],
                                     ", ".join(f"{c} {t}" for c, t in zip(HISTORY_COLUMNS, _HISTORY_TYPES)))
     spec = AgreementSpec(replicates=100)
-    table = agreement(history, spec)
+    table = agreement_summary(history, spec)
     assert tuple(table.columns) == SUMMARY_COLUMNS
     got = {(r["metric"], r["k"], r["outcome"]): r.asDict() for r in table.collect()}
     expected = by_group(summarize(history_rows, spec))
@@ -465,3 +465,22 @@ def test_the_docs_page_carries_the_declared_columns():
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "agreement.md").read_text(encoding="utf-8")
     assert AGREEMENT.markdown() in page and AGREEMENT_HISTORY.markdown() in page
+
+
+def test_every_public_name_stays_the_function_once_its_modules_are_imported():
+    """A top-level name that is also a subpackage's name (``ndcg_spark.agreement`` once was both)
+    turns into the module as soon as anything imports the subpackage: the lazy export is then
+    shadowed, and ``from ndcg_spark import agreement`` gave a module. Each export, after every module
+    that defines one is imported, is still its module's own object."""
+    import importlib
+    import pkgutil
+
+    import ndcg_spark
+
+    exports = ndcg_spark._EXPORTS
+    subpackages = {m.name for m in pkgutil.iter_modules(ndcg_spark.__path__)}
+    assert not set(exports) & subpackages, sorted(set(exports) & subpackages)
+    for module in set(exports.values()):
+        importlib.import_module(module)
+    for name, module in exports.items():
+        assert getattr(ndcg_spark, name) is getattr(importlib.import_module(module), name), name

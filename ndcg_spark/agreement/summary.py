@@ -20,9 +20,9 @@ from ndcg_spark.config.agreement_spec import AgreementSpec
 from ndcg_spark.config.schemas import AGREEMENT
 from ndcg_spark.version import __version__
 
-__all__ = ["SUMMARY_COLUMNS", "agreement", "summary_rows"]
+__all__ = ["SUMMARY_COLUMNS", "agreement_summary", "summary_rows"]
 
-#: :func:`agreement`'s columns: the agreement table's without its ``run_id``
+#: :func:`agreement_summary`'s columns: the agreement table's without its ``run_id``
 SUMMARY_COLUMNS = AGREEMENT.names[1:]
 
 
@@ -36,7 +36,7 @@ def summary_rows(history_rows: list[dict[str, Any]], spec: AgreementSpec,
     return [{**row, **stamp} for row in summarize(history_rows, spec)]
 
 
-def agreement(history: DataFrame, spec: AgreementSpec | None = None, *,
+def agreement_summary(history: DataFrame, spec: AgreementSpec | None = None, *,
               created_at: dt.datetime | None = None) -> DataFrame:
     """The agreement summary of an experiment history
     (:func:`~ndcg_spark.agreement.history.experiment_history`): one row per contract × metric × K ×
@@ -52,7 +52,7 @@ def agreement(history: DataFrame, spec: AgreementSpec | None = None, *,
     >>> history = spark.createDataFrame(rows, ", ".join(f"{c} {t}" for c, t in zip(
     ...     HISTORY_COLUMNS, ["string"] * 6 + ["int", "string", "double", "double", "double", "boolean", "string",
     ...     "string", "string"] + ["double"] * 6 + ["boolean", "string", "boolean", "boolean"])))
-    >>> agreement(history).select("metric", "k", "outcome", "n_experiments", "spearman", "note").show(truncate=False)
+    >>> agreement_summary(history).select("metric", "k", "outcome", "n_experiments", "spearman", "note").show(truncate=False)
     +------+---+---------------+-------------+--------+------------------------------------------------------+
     |metric|k  |outcome        |n_experiments|spearman|note                                                  |
     +------+---+---------------+-------------+--------+------------------------------------------------------+

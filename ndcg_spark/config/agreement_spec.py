@@ -40,7 +40,7 @@ _KEYS = {"min_experiments", "bootstrap", "mean", "pool_contracts", "metrics", "o
 
 @dataclass(frozen=True)
 class AgreementSpec:
-    """What :func:`~ndcg_spark.agreement.summary.agreement` computes over an experiment history.
+    """What :func:`~ndcg_spark.agreement.summary.agreement_summary` computes over an experiment history.
 
     Parameters
     ----------

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ndcg_spark.compat import to_arrow
 from ndcg_spark.config.statistic import MEAN, Statistic
 from ndcg_spark.guardrails.replicates import UnitRows, replicate_statistics
 from ndcg_spark.metrics.exact import FixedPoint
@@ -98,7 +99,7 @@ def arm_statistics(
     bounds = rows.agg(*[F.max(F.abs(F.col(measures[i].column))).alias(f"b{i}") for i in means]).first() if means else {}
     scales = [FixedPoint.for_bound((bounds[f"b{i}"] or 0.0) if i in means else 1.0) for i in range(len(measures))]
     per_unit = _per_unit(_prepared(rows, arms, measures, scales, slices), measures, slices)
-    collected = per_unit.toArrow()  # a row per unit x finest cell: the replicates are drawn in numpy
+    collected = to_arrow(per_unit)  # a row per unit x finest cell: the replicates are drawn in numpy
     return replicate_statistics(
         _unit_rows(collected, measures, slices), slices,
         [(m.percentile, None) if not m.additive else (None, scale.exponent) for m, scale in zip(measures, scales)],
