@@ -227,6 +227,18 @@ def _unjudged(lst: _List) -> list:
     return [d for d, j in zip(lst.doc_ids, lst.judged) if not j]
 
 
+def _request_wide(lists: list[_List]) -> list:
+    """Every list's unjudged documents, once each, in order: what a judgment can move when the
+    ideal comes from the judgments (a document judged moves every list's ideal)."""
+    return list(dict.fromkeys(d for lst in lists for d in _unjudged(lst)))
+
+
+def _places(lst: _List, docs: list) -> np.ndarray:
+    """Each of ``docs``' place in ``lst`` (0-based), -1 where the list does not show it."""
+    place = {d: p for p, d in enumerate(lst.doc_ids)}
+    return np.array([place.get(d, -1) for d in docs], dtype=np.int64)
+
+
 def _ideal_of(lst: _List, judged_ideal: Sequence[float] | None, setting: Setting) -> np.ndarray:
     """The ideal's gains without the document judged, largest first: the request's judged gains,
     or the list's others (unjudged as 0; under ``exclude`` only the judged)."""
@@ -249,7 +261,7 @@ def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: S
     solved ranges, its problems handed to ``ranges``."""
     by_side = {(lst.system, lst.pool_version): lst for lst in lists}
     xs = np.asarray(setting.xs)
-    request_wide = list(dict.fromkeys(d for lst in lists for d in _unjudged(lst))) if setting.from_judgments else None
+    request_wide = _request_wide(lists) if setting.from_judgments else None
     graded: dict = {}
     shown: dict = {}
     for i, side in enumerate(setting.sides):
@@ -259,8 +271,7 @@ def _request(request_id, lists: list[_List], judged_ideal, row: dict, setting: S
         docs = request_wide if request_wide is not None else _unjudged(lst)
         if not docs:
             continue
-        place = {d: p for p, d in enumerate(lst.doc_ids)}
-        places = np.array([place.get(d, -1) for d in docs], dtype=np.int64)
+        places = _places(lst, docs)
         values = graded_ndcg(lst.gains, lst.judged, lst.o1, places, setting.k, xs, condenses=setting.condenses,
                              tie_aware=setting.tie_aware, ideal=_ideal_of(lst, judged_ideal, setting))
         for d, p, v in zip(docs, places, values):
@@ -573,15 +584,14 @@ def graded_batches(batches: Iterator, ks: tuple[int, ...], xs: tuple[float, ...]
         out = {name: [] for name in ("system", "pool_version", "request_id", "doc_id", "rank", "now", "graded")}
         setting_ = Setting((), 0, "", xs, Scale((), 0), condenses, tie_aware, from_judgments, False, 0.0, 0.0)
         for request_id, own, judged_ideal in requests:
-            request_wide = list(dict.fromkeys(d for lst in own for d in _unjudged(lst))) if from_judgments else None
+            request_wide = _request_wide(own) if from_judgments else None
             for lst in own:
                 if sides is not None and (lst.system, lst.pool_version) not in sides:
                     continue
                 docs = request_wide if request_wide is not None else _unjudged(lst)
                 if not docs:
                     continue
-                place = {d: p for p, d in enumerate(lst.doc_ids)}
-                places = np.array([place.get(d, -1) for d in docs], dtype=np.int64)
+                places = _places(lst, docs)
                 ideal = _ideal_of(lst, judged_ideal, setting_)
                 if from_judgments:
                     now_ideal = ideal
