@@ -9,6 +9,8 @@ are in tests/test_connect.py.
 
 from __future__ import annotations
 
+import gc
+
 import logging
 import re
 import textwrap
@@ -294,6 +296,7 @@ def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, m
         pytest.skip("a Connect client builds Columns without the JVM")
     assert spark.conf.get(PYTHON_CALL_SITES) == "false"
     F.col("warm")  # the first call in a process also loads the functions' JVM classes
+    gc.collect()  # Python objects of earlier JVM objects freed now, not during the call
     sent = []
     original = py4j.clientserver.ClientServerConnection.send_command
     monkeypatch.setattr(
@@ -301,7 +304,10 @@ def test_a_column_function_is_three_round_trips_to_the_jvm_not_thirteen(spark, m
         lambda self, command: sent.append(command) or original(self, command),
     )
     F.col("position")
-    assert 0 < len(sent) <= 4, len(sent)
+    # a garbage collection during the call may free earlier objects' JVM handles ("m\nd\n...",
+    # py4j's memory-delete command): the Python garbage collector's, not the function's round trips
+    calls = [command for command in sent if not command.startswith("m\nd\n")]
+    assert 0 < len(calls) <= 4, calls
 
 
 @pytest.mark.parametrize("session_value", [None, "false"])
