@@ -7,8 +7,8 @@
 #   bash dev.sh test-fast   the library's tests: without those marked slow (cluster, extra JVMs, browser,
 #                           benchmark, simulations, fuzzing, the oracle grids past their core) or e2e (whole
 #                           jobs through the console script)
-#   bash dev.sh test-on VERSION   the correctness core (the oracle grids whole: marker grid) on another pyspark
-#                           (CI: the oldest 3.5.x and a 4.0.x), in
+#   bash dev.sh test-on VERSION   the correctness core (the oracle grids' cores: every value of every choice
+#                           once; the grids whole run on the newest) on another pyspark (CI: the oldest 3.5.x), in
 #                           its own virtualenv .venv-pyspark-VERSION: that pyspark installed first, then this
 #                           package, which must keep it (a range, not a pin); per-request rows compared with .venv's
 #   bash dev.sh test-connect  the Spark Connect lane (tests/test_connect.py, marker connect): its own
@@ -19,6 +19,9 @@
 #                           each in its own virtualenv .venv-formats-VERSION (as test-on), with the formats'
 #                           jars from Maven Central (spark.jars.packages) in the Ivy cache ~/.cache/ndcg-spark/ivy;
 #                           the whole nights (tests/test_format_runs.py) on the newest (or VERSION) only
+#   bash dev.sh setup-lanes [VERSION...]  the lanes' virtualenvs set up ahead, each as its own command
+#                           sets it up (test-on's for each VERSION, test-connect's, test-formats' with
+#                           their jars): CI does it in the background while the suite runs
 #   bash dev.sh package build dist/ndcg_spark.zip for spark-submit --py-files
 # Set-up: a virtualenv in .venv with this package (editable) and its test extras, installed
 # again only when pyproject.toml changes. Needs python3 (3.11+) and a JDK 17 on the PATH.
@@ -92,7 +95,7 @@ case "$cmd" in
       exit 1
     fi
     NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest $(parallel 2) \
-      -m "(not slow or grid) and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
+      -m "not slow and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
       tests/test_operability.py tests/test_trec_inputs.py tests/test_unjudged_bounds.py tests/test_shell_check.py \
       "tests/test_guardrails.py::test_release_statistics_intervals_and_verdicts_match_a_plain_python_oracle" \
@@ -135,11 +138,22 @@ case "$cmd" in
     setup .venv-connect test,connect
     SPARK_REMOTE='local[2]' .venv-connect/bin/python -m pytest -m connect tests/test_connect.py "$@"
     ;;
+  setup-lanes)
+    for version in "$@"; do
+      setup ".venv-pyspark-$version" test "$version"
+    done
+    setup .venv-connect test,connect
+    for version in $(.venv/bin/python tests/lakehouse.py); do
+      setup ".venv-formats-$version" test "$version"
+      # a failed resolution is the format lane's to report (test-formats resolves again)
+      ".venv-formats-$version/bin/python" tests/lakehouse.py --resolve || true
+    done
+    ;;
   package)
     .venv/bin/python -m ndcg_spark.job.packaging "$@"
     ;;
   *)
-    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|test-formats [VERSION]|test-connect|package [args]" >&2
+    echo "usage: bash dev.sh demo|test|test-fast|test-on VERSION|test-formats [VERSION]|test-connect|setup-lanes [VERSION...]|package [args]" >&2
     exit 2
     ;;
 esac

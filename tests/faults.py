@@ -249,9 +249,14 @@ def reached(proc: subprocess.Popen, marker: Path, log: Path, what: str) -> None:
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
+    """Poll ``predicate`` until it returns something true. A folder that disappears while the
+    predicate walks it (a task attempt's folder renamed as the task commits) is a miss, not an error."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
+        try:
+            value = predicate()
+        except FileNotFoundError:
+            value = None
         if value:
             return value
         time.sleep(poll)

@@ -20,7 +20,7 @@ combination's test then reports its own mismatches.
 The fast lane (``bash dev.sh test-fast``) runs a core of each grid: contracts in which every value
 of every choice occurs (:data:`CORE_COMBOS`), and the large-request cut in both of its modes
 (:data:`CORE_CUT_RUNS`); the rest of each grid is marked ``slow`` and ``grid``, so the whole suite
-(CI) and the older-pyspark lanes run every contract. A grid's core and its rest are each computed on
+(CI, on the newest pyspark) runs every contract and the older-pyspark lane the core. A grid's core and its rest are each computed on
 the first test that asks for one of their runs (:class:`GridParts`), so a lane computes only what it
 checks.
 """
@@ -344,7 +344,7 @@ def each_value_once(combos: list[tuple], options: list[list]) -> list[tuple]:
 
 
 #: the marks of a grid's contracts past its core: ``slow`` (the whole suite runs them, the fast lane
-#: not) and ``grid`` (the older-pyspark lanes, ``bash dev.sh test-on``, run every contract)
+#: not) and ``grid`` (selected by name to add them to the older-pyspark lane, ``bash dev.sh test-on``)
 GRID_REST = (pytest.mark.slow, pytest.mark.grid)
 
 

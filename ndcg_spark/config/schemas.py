@@ -933,7 +933,8 @@ RUN_ATTEMPTS = TableSchema("run_attempts", (
 def _documented() -> dict[str, TableSchema]:
     every_metric = tuple(METRICS)
     tables = (per_request_schema(every_metric), AGGREGATE, AUDIT, RUN_METADATA, COMPARISON,
-              pool_summary_schema(every_metric), TREND, GUARDRAILS, JUDGING_PLAN, QUARANTINE, RUN_STATUS, RUN_ATTEMPTS)
+              pool_summary_schema(every_metric), TREND, GUARDRAILS, JUDGING_PLAN, AGREEMENT, AGREEMENT_HISTORY, QUARANTINE,
+              RUN_STATUS, RUN_ATTEMPTS)
     return {t.name: t for t in tables}
 
 

@@ -17,10 +17,16 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ndcg_spark.agreement.history import HISTORY_COLUMNS
+from ndcg_spark.agreement.summary import SUMMARY_COLUMNS
 from ndcg_spark.config.job import JobConfig, Source
 from ndcg_spark.errors import ContractError, InputError, spark_errors_as_input_errors
 
-__all__ = ["AgreementResult", "agreement_stage", "read_history"]
+__all__ = ["AGREEMENT_COLUMNS", "AGREEMENT_HISTORY_COLUMNS", "AgreementResult", "agreement_stage", "read_history"]
+
+#: the two tables' columns as written: the agreement run's ``run_id`` (partition column), then the rows'
+AGREEMENT_COLUMNS = ("run_id", *SUMMARY_COLUMNS)
+AGREEMENT_HISTORY_COLUMNS = ("run_id", *HISTORY_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -61,8 +67,7 @@ def read_history(spark: SparkSession, config: JobConfig) -> DataFrame:
 
 def agreement_stage(spark: SparkSession, config: JobConfig, run_id: str) -> AgreementResult:
     """Summarize the history of published experiments and write the agreement tables under ``run_id``."""
-    from ndcg_spark.agreement.history import HISTORY_COLUMNS
-    from ndcg_spark.agreement.summary import SUMMARY_COLUMNS, summary_rows
+    from ndcg_spark.agreement.summary import summary_rows
     from ndcg_spark.config.schemas import AGREEMENT, AGREEMENT_HISTORY
     from ndcg_spark.storage.io import write_run_partitioned
 
@@ -75,8 +80,8 @@ def agreement_stage(spark: SparkSession, config: JobConfig, run_id: str) -> Agre
         history.sort(key=lambda r: (r["contract_fingerprint"], r["outcome"], r["metric"], r["k"],
                                     r["experiment_run"], r["baseline"], r["candidate"]))
         summary = summary_rows(history, spec, dt.datetime.now(dt.timezone.utc))
-        for rows, columns, schema, where in ((summary, SUMMARY_COLUMNS, AGREEMENT, target),
-                                             (history, HISTORY_COLUMNS, AGREEMENT_HISTORY, history_target)):
-            frame = spark.createDataFrame([(run_id, *(r[c] for c in columns)) for r in rows], schema.struct_type())
+        for rows, columns, schema, where in ((summary, AGREEMENT_COLUMNS, AGREEMENT, target),
+                                             (history, AGREEMENT_HISTORY_COLUMNS, AGREEMENT_HISTORY, history_target)):
+            frame = spark.createDataFrame([(run_id, *(r[c] for c in columns[1:])) for r in rows], schema.struct_type())
             write_run_partitioned(frame.coalesce(1), where)
     return AgreementResult(run_id, target, history_target, history, summary, time.perf_counter() - started)
