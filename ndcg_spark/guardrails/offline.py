@@ -61,11 +61,15 @@ def offline_rows(
     """
     contract = contract.resolve(candidates.columns)
     columns = sorted({g.column for g in checks if g.column is not None})
-    ranked = _ranked(_with_documents(candidates, columns, contract, documents), contract, sides, columns,
-                     system, pool_version)
+    if any(g.flag == "first_result_unjudged" for g in checks) and judgments is None:
+        raise InputError("guardrails: flag first_result_unjudged needs the judgments (inputs.judgments)")
+    own = [c for c in columns if c in candidates.columns]
+    ranked = _ranked(candidates, contract, sides, own, system, pool_version)
+    # every flag reads the first result or the top K: the rows below are ranked and cut to the
+    # deepest place a flag reads before the documents and judgments are joined to them
+    deepest = max((k for g in checks if g.flag == "top_k_lacks" for k in contract.k), default=1)
+    ranked = _with_documents(ranked.filter(F.col("_rank") <= F.lit(deepest)), columns, contract, documents)
     if any(g.flag == "first_result_unjudged" for g in checks):
-        if judgments is None:
-            raise InputError("guardrails: flag first_result_unjudged needs the judgments (inputs.judgments)")
         judged = prepare_judgments(judgments, contract).select("request_id", "doc_id", F.lit(True).alias("_judged"))
         ranked = ranked.join(judged.dropDuplicates(["request_id", "doc_id"]), ["request_id", "doc_id"], "left")
     flags, measures = [], []
@@ -86,12 +90,13 @@ def offline_rows(
     return rows, measures
 
 
-def _with_documents(candidates: DataFrame, columns: Sequence[str], contract: Contract,
+def _with_documents(ranked: DataFrame, columns: Sequence[str], contract: Contract,
                     documents: DataFrame | None) -> DataFrame:
-    """The candidates with every document column a flag reads (from the documents table if needed)."""
-    wanted = [c for c in columns if c not in candidates.columns]
+    """The ranked rows (:func:`_ranked`) with every document column a flag reads that the candidates
+    lack, from the documents table joined on the candidates' own doc id (``_doc``)."""
+    wanted = [c for c in columns if c not in ranked.columns]
     if not wanted:
-        return candidates
+        return ranked
     if documents is None:
         raise InputError(f"guardrails: the candidates have no column {wanted[0]!r} and no documents table is "
                          "given (guardrails.documents: a table of doc_id and the document columns)")
@@ -100,8 +105,8 @@ def _with_documents(candidates: DataFrame, columns: Sequence[str], contract: Con
     if missing:
         raise InputError(f"guardrails.documents: no column {missing[0]!r}; columns present: "
                          f"{', '.join(sorted(documents.columns))} (rule column_missing)")
-    table = documents.select(doc_id, *wanted).dropDuplicates([doc_id])
-    return candidates.join(table, [doc_id], "left")
+    table = documents.select(F.col(doc_id).alias("_doc"), *wanted).dropDuplicates(["_doc"])
+    return ranked.join(table, ["_doc"], "left")
 
 
 def _ranked(candidates: DataFrame, contract: Contract, sides: tuple[Side, Side], columns: Sequence[str],
@@ -110,8 +115,8 @@ def _ranked(candidates: DataFrame, contract: Contract, sides: tuple[Side, Side],
     cols = contract.columns
     order_by = cols.position if contract.order == "position" else cols.score
     rows = candidates.select(*request_keys(candidates, contract, system, pool_version),
-                             F.col(cols.doc_id).cast("string").alias("doc_id"), F.col(order_by).alias("_order"),
-                             *[F.col(c) for c in columns])
+                             F.col(cols.doc_id).cast("string").alias("doc_id"), F.col(cols.doc_id).alias("_doc"),
+                             F.col(order_by).alias("_order"), *[F.col(c) for c in columns])
     chosen = None
     for side in sides:
         match = F.col("system") == F.lit(side.system)
