@@ -57,6 +57,18 @@ setup() {
   fi
 }
 
+# pinned VENV VERSION: the virtualenv VENV with that pyspark (setup), which installing this package
+# must have kept
+pinned() {
+  setup "$1" test "$2"
+  local have
+  have=$("$1/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+  if [ "$have" != "$2" ]; then
+    echo "dev.sh: installing ndcg-spark replaced pyspark $2 with $have" >&2
+    exit 1
+  fi
+}
+
 # the suite's JVMs start from a class archive of what a run loads, built once per virtualenv, JDK
 # and pyspark (tests/class_archive.py; without one they load their classes as usual)
 class_archive() { NDCG_TEST_CLASS_ARCHIVE=$(.venv/bin/python tests/class_archive.py || true); export NDCG_TEST_CLASS_ARCHIVE; }
@@ -88,12 +100,7 @@ case "$cmd" in
   test-on)
     version=${1:?usage: bash dev.sh test-on PYSPARK_VERSION (e.g. 3.5.0)}
     shift
-    setup ".venv-pyspark-$version" test "$version"
-    have=$(".venv-pyspark-$version/bin/python" -c 'import pyspark; print(pyspark.__version__)')
-    if [ "$have" != "$version" ]; then
-      echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
-      exit 1
-    fi
+    pinned ".venv-pyspark-$version" "$version"
     NDCG_REFERENCE_PYTHON="$PWD/.venv/bin/python" ".venv-pyspark-$version/bin/python" -m pytest $(parallel 2) \
       -m "not slow and not e2e" tests/test_versions.py tests/test_oracle_agreement.py tests/test_dense_plan.py \
       tests/test_aggregate.py tests/test_compare.py tests/test_validation.py tests/test_api_validation.py \
@@ -111,12 +118,7 @@ case "$cmd" in
     failed=""
     newest=${versions%% *}
     for version in $versions; do
-      setup ".venv-formats-$version" test "$version"
-      have=$(".venv-formats-$version/bin/python" -c 'import pyspark; print(pyspark.__version__)')
-      if [ "$have" != "$version" ]; then
-        echo "dev.sh: installing ndcg-spark replaced pyspark $version with $have" >&2
-        exit 1
-      fi
+      pinned ".venv-formats-$version" "$version"
       # the jars into the Ivy cache once, before two workers would resolve them into it together
       ".venv-formats-$version/bin/python" tests/lakehouse.py --resolve || { failed="$failed $version"; continue; }
       # test by test to whichever worker is free (two files, one far longer than the other); every
@@ -140,11 +142,11 @@ case "$cmd" in
     ;;
   setup-lanes)
     for version in "$@"; do
-      setup ".venv-pyspark-$version" test "$version"
+      pinned ".venv-pyspark-$version" "$version"
     done
     setup .venv-connect test,connect
     for version in $(.venv/bin/python tests/lakehouse.py); do
-      setup ".venv-formats-$version" test "$version"
+      pinned ".venv-formats-$version" "$version"
       # a failed resolution is the format lane's to report (test-formats resolves again)
       ".venv-formats-$version/bin/python" tests/lakehouse.py --resolve || true
     done

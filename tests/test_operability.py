@@ -10,7 +10,6 @@ are in tests/test_connect.py.
 from __future__ import annotations
 
 import gc
-
 import logging
 import re
 import textwrap

@@ -61,15 +61,16 @@ def offline_rows(
     """
     contract = contract.resolve(candidates.columns)
     columns = sorted({g.column for g in checks if g.column is not None})
-    if any(g.flag == "first_result_unjudged" for g in checks) and judgments is None:
+    reads_judged = any(g.flag == "first_result_unjudged" for g in checks)
+    if reads_judged and judgments is None:
         raise InputError("guardrails: flag first_result_unjudged needs the judgments (inputs.judgments)")
-    own = [c for c in columns if c in candidates.columns]
-    ranked = _ranked(candidates, contract, sides, own, system, pool_version)
+    wanted = [c for c in columns if c not in candidates.columns]  # from the documents table
+    ranked = _ranked(candidates, contract, sides, [c for c in columns if c not in wanted], system, pool_version)
     # every flag reads the first result or the top K: the rows below are ranked and cut to the
     # deepest place a flag reads before the documents and judgments are joined to them
     deepest = max((k for g in checks if g.flag == "top_k_lacks" for k in contract.k), default=1)
-    ranked = _with_documents(ranked.filter(F.col("_rank") <= F.lit(deepest)), columns, contract, documents)
-    if any(g.flag == "first_result_unjudged" for g in checks):
+    ranked = _with_documents(ranked.filter(F.col("_rank") <= F.lit(deepest)), wanted, contract, documents)
+    if reads_judged:
         judged = prepare_judgments(judgments, contract).select("request_id", "doc_id", F.lit(True).alias("_judged"))
         ranked = ranked.join(judged.dropDuplicates(["request_id", "doc_id"]), ["request_id", "doc_id"], "left")
     flags, measures = [], []
@@ -90,11 +91,10 @@ def offline_rows(
     return rows, measures
 
 
-def _with_documents(ranked: DataFrame, columns: Sequence[str], contract: Contract,
+def _with_documents(ranked: DataFrame, wanted: Sequence[str], contract: Contract,
                     documents: DataFrame | None) -> DataFrame:
-    """The ranked rows (:func:`_ranked`) with every document column a flag reads that the candidates
-    lack, from the documents table joined on the candidates' own doc id (``_doc``)."""
-    wanted = [c for c in columns if c not in ranked.columns]
+    """The ranked rows (:func:`_ranked`) with the document columns ``wanted`` (those a flag reads that
+    the candidates lack), from the documents table joined on the candidates' own doc id (``_doc``)."""
     if not wanted:
         return ranked
     if documents is None:
